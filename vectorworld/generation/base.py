@@ -1,0 +1,165 @@
+"""The TileGenerator interface: given the known world around a frontier tile, produce its new half.
+
+The streaming world (``vectorworld.world``) decides *where* a tile goes; a generator decides *what* is in
+it. Generators are plug-ins registered by name (``procedural``, ``learned``).
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph
+
+
+class IdAllocator:
+    """Hands out increasing integer ids (lanes, agents, tiles); one per kind per world."""
+
+    def __init__(self, start: int = 0) -> None:
+        self._counter = itertools.count(start)
+
+    def __call__(self) -> int:
+        return next(self._counter)
+
+
+@dataclass(frozen=True)
+class Port:
+    """An open lane end on the frontier of the known world.
+
+    An *out* port is the end of a lane without successors (traffic leaves the known world there): a new
+    lane must start at ``xy`` with heading ``yaw``. An *in* port is the start of a lane without
+    predecessors (traffic enters the known world there): a new lane must end at ``xy`` with heading ``yaw``.
+    xy: (2,) m, global frame; yaw: rad, direction of travel.
+    """
+
+    lane_id: int
+    xy: np.ndarray
+    yaw: float
+    width_m: float
+    speed_limit_mps: float
+    is_out: bool
+
+
+@dataclass(frozen=True)
+class TileFrame:
+    """Where a tile goes: centre (2,) m global and yaw (rad). The tile spans [-32, 32]^2 m in its frame;
+    the back half (x < 0) is known, the front half is to be generated."""
+
+    center_xy: np.ndarray
+    yaw: float
+    size_m: float = TILE_SIZE_M
+
+    def to_local(self, xy: np.ndarray) -> np.ndarray:
+        return geometry.to_local(xy, self.center_xy, self.yaw)
+
+    def to_global(self, xy: np.ndarray) -> np.ndarray:
+        return geometry.to_global(xy, self.center_xy, self.yaw)
+
+    def contains(self, xy: np.ndarray, margin_m: float = 0.0) -> np.ndarray:
+        local = self.to_local(xy)
+        half = self.size_m / 2.0 + margin_m
+        return (np.abs(local[..., 0]) <= half) & (np.abs(local[..., 1]) <= half)
+
+
+@dataclass(frozen=True)
+class AgentSpawns:
+    """Agents a generator places in a new tile. All arrays have a leading dimension A.
+
+    xy: (A, 2) m global; yaw: (A,) rad; speed: (A,) m/s; length, width: (A,) m; agent_type: (A,) int8;
+    lane_id: (A,) int64, the lane each agent starts on (-1 if none);
+    motion_code: (A, 6, 2) m, body frame, the agent's recent path (oldest first, ending near (0, 0));
+    all zeros means static. Used to warm-start history-conditioned policies.
+    """
+
+    xy: np.ndarray
+    yaw: np.ndarray
+    speed: np.ndarray
+    length: np.ndarray
+    width: np.ndarray
+    agent_type: np.ndarray
+    lane_id: np.ndarray
+    motion_code: np.ndarray
+
+    @classmethod
+    def none(cls) -> AgentSpawns:
+        return cls(np.zeros((0, 2)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
+                   np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros((0, 6, 2)))
+
+    def __len__(self) -> int:
+        return len(self.xy)
+
+    def select(self, mask: np.ndarray) -> AgentSpawns:
+        return AgentSpawns(self.xy[mask], self.yaw[mask], self.speed[mask], self.length[mask],
+                           self.width[mask], self.agent_type[mask], self.lane_id[mask],
+                           self.motion_code[mask])
+
+
+@dataclass(frozen=True)
+class TileRequest:
+    """Everything a generator may look at. ``graph`` is the known world: read it, never modify it."""
+
+    frame: TileFrame
+    ports: tuple[Port, ...]
+    graph: LaneGraph
+    lane_ids: IdAllocator
+    rng: np.random.Generator
+    existing_agents_xy: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    """(M, 2) m global: agents already in the world near the tile (spawns must keep clear of them)."""
+    spawn_agents: bool = True
+
+
+@dataclass(frozen=True)
+class TileContent:
+    """A generator's answer.
+
+    lanes: the new lanes (global frame, ids from ``request.lane_ids``), with edges among themselves.
+    links: successor edges (from_id, to_id) between a new lane and an existing one (either direction).
+    agents: road users spawned on the new lanes.
+    """
+
+    lanes: tuple[Lane, ...]
+    links: tuple[tuple[int, int], ...]
+    agents: AgentSpawns
+    used_fallback: bool = False
+
+
+class TileGenerator(abc.ABC):
+    """Produces the new half of a frontier tile."""
+
+    name: str = "base"
+
+    @abc.abstractmethod
+    def generate(self, request: TileRequest) -> TileContent:
+        """Generate the tile. Must be deterministic given ``request`` (including its rng state)."""
+
+    def first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator) -> TileContent:
+        """Generate a whole first tile (no known world) with a road through the origin along +x."""
+        return self.generate(TileRequest(frame=frame, ports=(), graph=LaneGraph(), lane_ids=lane_ids,
+                                         rng=rng))
+
+
+GENERATORS: dict[str, Callable[..., TileGenerator]] = {}
+
+
+def register_generator(name: str) -> Callable[[Callable[..., TileGenerator]], Callable[..., TileGenerator]]:
+    def wrap(factory: Callable[..., TileGenerator]) -> Callable[..., TileGenerator]:
+        GENERATORS[name] = factory
+        return factory
+    return wrap
+
+
+def make_generator(name: str, **kwargs: object) -> TileGenerator:
+    """Build a registered generator by name; raises ConfigError for an unknown name."""
+    from vectorworld.errors import ConfigError
+    from vectorworld.generation import available_generators
+
+    available_generators()
+    if name not in GENERATORS:
+        raise ConfigError(f"unknown generator {name!r}; choose one of {sorted(GENERATORS)}")
+    return GENERATORS[name](**kwargs)
+

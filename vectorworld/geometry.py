@@ -1,0 +1,178 @@
+"""SE(2) maths, polylines and oriented boxes.
+
+Frames are right-handed, x forward, y left, yaw counter-clockwise from +x and wrapped to (-pi, pi].
+Every function is vectorised over leading batch dimensions and uses float64 unless stated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+Array = np.ndarray
+
+
+def wrap_angle(angle: Array | float) -> Array:
+    """Wrap angles (rad) to (-pi, pi]."""
+    wrapped = np.mod(np.asarray(angle, dtype=np.float64) + np.pi, 2.0 * np.pi) - np.pi
+    return np.where(wrapped <= -np.pi, wrapped + 2.0 * np.pi, wrapped)
+
+
+def rotation(yaw: Array | float) -> Array:
+    """Rotation matrices (..., 2, 2) for yaw (...,) rad."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)
+
+
+def to_local(points: Array, origin_xy: Array, origin_yaw: Array | float) -> Array:
+    """Express global points (..., 2) in the frame at (origin_xy (2,), origin_yaw)."""
+    d = np.asarray(points, dtype=np.float64) - origin_xy
+    c, s = np.cos(origin_yaw), np.sin(origin_yaw)
+    return np.stack([c * d[..., 0] + s * d[..., 1], -s * d[..., 0] + c * d[..., 1]], -1)
+
+
+def to_global(points: Array, origin_xy: Array, origin_yaw: Array | float) -> Array:
+    """Inverse of :func:`to_local`: frame points (..., 2) to global."""
+    p = np.asarray(points, dtype=np.float64)
+    c, s = np.cos(origin_yaw), np.sin(origin_yaw)
+    return np.stack([c * p[..., 0] - s * p[..., 1], s * p[..., 0] + c * p[..., 1]], -1) + origin_xy
+
+
+def polyline_lengths(points: Array) -> Array:
+    """Cumulative arc length (..., N) of polylines (..., N, 2), starting at 0."""
+    seg = np.linalg.norm(np.diff(points, axis=-2), axis=-1)
+    return np.concatenate([np.zeros(seg.shape[:-1] + (1,)), np.cumsum(seg, axis=-1)], axis=-1)
+
+
+def polyline_headings(points: Array) -> Array:
+    """Heading (N,) of a polyline (N, 2) at each vertex (central differences, one-sided at ends)."""
+    d = np.gradient(points, axis=0) if len(points) > 2 else np.repeat(np.diff(points, axis=0), 2, 0)
+    return np.arctan2(d[:, 1], d[:, 0])
+
+
+def resample_polyline(points: Array, num_points: int) -> Array:
+    """Resample a polyline (N, 2) to ``num_points`` points equally spaced in arc length."""
+    s = polyline_lengths(points)
+    targets = np.linspace(0.0, s[-1], num_points)
+    return interpolate_polyline(points, s, targets)
+
+
+def resample_by_spacing(points: Array, spacing_m: float) -> Array:
+    """Resample a polyline (N, 2) at about ``spacing_m`` metres, keeping both end points exactly."""
+    s = polyline_lengths(points)
+    count = max(2, int(np.ceil(s[-1] / spacing_m)) + 1)
+    return interpolate_polyline(points, s, np.linspace(0.0, s[-1], count))
+
+
+def interpolate_polyline(points: Array, s: Array, targets: Array) -> Array:
+    """Points (M, 2) at arc lengths ``targets`` (M,) along a polyline with cumulative lengths ``s``."""
+    targets = np.clip(targets, s[0], s[-1])
+    out = np.stack([np.interp(targets, s, points[:, 0]), np.interp(targets, s, points[:, 1])], -1)
+    out[targets >= s[-1]] = points[-1]
+    return out
+
+
+def project_to_polyline(points: Array, polyline: Array) -> tuple[Array, Array, Array]:
+    """Project points (M, 2) onto a polyline (N, 2).
+
+    Returns arc length along the polyline (M,), signed lateral offset (M,; + is left of the direction
+    of travel) and the heading of the polyline at the projection (M,).
+    """
+    a, b = polyline[:-1], polyline[1:]
+    ab = b - a
+    seg_len2 = np.maximum(np.sum(ab * ab, -1), 1e-12)
+    ap = points[:, None, :] - a[None]
+    t = np.clip(np.sum(ap * ab[None], -1) / seg_len2[None], 0.0, 1.0)
+    closest = a[None] + t[..., None] * ab[None]
+    dist2 = np.sum((points[:, None, :] - closest) ** 2, -1)
+    seg = np.argmin(dist2, axis=1)
+    rows = np.arange(len(points))
+    s0 = polyline_lengths(polyline)
+    seg_len = np.sqrt(seg_len2)
+    s = s0[seg] + t[rows, seg] * seg_len[seg]
+    direction = ab[seg] / seg_len[seg, None]
+    rel = points - a[seg]
+    lateral = direction[:, 0] * rel[:, 1] - direction[:, 1] * rel[:, 0]
+    return s, lateral, np.arctan2(direction[:, 1], direction[:, 0])
+
+
+def point_segment_distance(points: Array, a: Array, b: Array) -> Array:
+    """Distance (M, K) from points (M, 2) to segments a->b (K, 2)."""
+    ab = b - a
+    t = np.sum((points[:, None] - a[None]) * ab[None], -1) / np.maximum(np.sum(ab * ab, -1), 1e-12)[None]
+    closest = a[None] + np.clip(t, 0.0, 1.0)[..., None] * ab[None]
+    return np.linalg.norm(points[:, None] - closest, axis=-1)
+
+
+def box_corners(xy: Array, yaw: Array, length: Array, width: Array) -> Array:
+    """Corners (..., 4, 2) of oriented boxes, counter-clockwise from front-left."""
+    half = np.stack([length / 2.0, width / 2.0], -1)[..., None, :]
+    signs = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
+    local = half * signs
+    c, s = np.cos(yaw)[..., None], np.sin(yaw)[..., None]
+    gx = c * local[..., 0] - s * local[..., 1]
+    gy = s * local[..., 0] + c * local[..., 1]
+    return np.stack([gx, gy], -1) + np.asarray(xy)[..., None, :]
+
+
+def boxes_overlap(corners_a: Array, corners_b: Array) -> Array:
+    """Separating-axis test between convex quads (..., 4, 2) and (..., 4, 2) (broadcast). Bool (...)."""
+    ca, cb = np.broadcast_arrays(corners_a, corners_b)
+    overlap = np.ones(ca.shape[:-2], dtype=bool)
+    for corners in (ca, cb):
+        for i in range(2):
+            edge = corners[..., i + 1, :] - corners[..., i, :]
+            axis = np.stack([-edge[..., 1], edge[..., 0]], -1)[..., None, :]
+            pa = np.sum(ca * axis, -1)
+            pb = np.sum(cb * axis, -1)
+            separated = (pa.max(-1) < pb.min(-1)) | (pb.max(-1) < pa.min(-1))
+            overlap &= ~separated
+    return overlap
+
+
+def pairwise_box_overlap(xy: Array, yaw: Array, length: Array, width: Array, valid: Array) -> Array:
+    """Symmetric boolean matrix (N, N) of overlapping valid boxes; the diagonal is False.
+
+    A cheap circle test prunes pairs before the exact separating-axis test.
+    """
+    n = len(xy)
+    result = np.zeros((n, n), dtype=bool)
+    if n < 2:
+        return result
+    radius = 0.5 * np.hypot(length, width)
+    dist = np.linalg.norm(xy[:, None] - xy[None], axis=-1)
+    near = (dist < radius[:, None] + radius[None]) & valid[:, None] & valid[None]
+    np.fill_diagonal(near, False)
+    i, j = np.nonzero(np.triu(near))
+    if len(i) == 0:
+        return result
+    corners = box_corners(xy, yaw, length, width)
+    hit = boxes_overlap(corners[i], corners[j])
+    result[i[hit], j[hit]] = True
+    result[j[hit], i[hit]] = True
+    return result
+
+
+def hermite_curve(p0: Array, yaw0: float, p1: Array, yaw1: float, num_points: int) -> Array:
+    """A cubic Hermite curve (num_points, 2) from pose (p0, yaw0) to (p1, yaw1), tangent-continuous."""
+    scale = np.linalg.norm(np.asarray(p1) - np.asarray(p0))
+    t0 = scale * np.array([np.cos(yaw0), np.sin(yaw0)])
+    t1 = scale * np.array([np.cos(yaw1), np.sin(yaw1)])
+    t = np.linspace(0.0, 1.0, num_points)[:, None]
+    h00 = 2 * t**3 - 3 * t**2 + 1
+    h10 = t**3 - 2 * t**2 + t
+    h01 = -2 * t**3 + 3 * t**2
+    h11 = t**3 - t**2
+    return h00 * p0 + h10 * t0 + h01 * p1 + h11 * t1
+
+
+def curvature(points: Array) -> Array:
+    """Unsigned curvature (N,) 1/m at each vertex of a polyline (N, 2) (zero at the ends)."""
+    out = np.zeros(len(points))
+    if len(points) < 3:
+        return out
+    a, b, c = points[:-2], points[1:-1], points[2:]
+    ab, bc, ac = (np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1),
+                  np.linalg.norm(c - a, axis=-1))
+    cross = np.abs((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0])
+    out[1:-1] = 2.0 * cross / np.maximum(ab * bc * ac, 1e-9)
+    return out
