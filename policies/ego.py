@@ -1,0 +1,79 @@
+"""Built-in ego planners and the plug-in loader (``--planner idm`` or ``--planner module:Class``).
+
+A planner sees the privileged :class:`PolicyInput` (every agent, the lane graph, the routes) and returns
+an ego command. The default IDM route follower returns a 3 s trajectory that the simulator tracks.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+
+import numpy as np
+
+from policies.base import PolicyInput
+from policies.idm import IdmCore, IdmParams, advance_on_path
+from vectorworld.errors import ConfigError
+from vectorworld.sim.commands import EgoCommand, TrajectoryCommand
+
+HORIZON_STEPS = 30
+
+
+class EgoPlanner(abc.ABC):
+    """Drives the ego. ``plan`` is called once per step before the world moves."""
+
+    name: str = "planner"
+
+    def reset(self) -> None:
+        """Forget per-episode state."""
+
+    @abc.abstractmethod
+    def plan(self, inp: PolicyInput) -> EgoCommand:
+        """Return this step's command for the ego (slot ``inp.ego_slot``)."""
+
+
+class IdmRoutePlanner(EgoPlanner):
+    """Follows the ego route with IDM speed control and junction yielding; outputs a trajectory."""
+
+    name = "idm"
+
+    def __init__(self, params: IdmParams = IdmParams()) -> None:
+        self.core = IdmCore(params)
+
+    def reset(self) -> None:
+        self.core.reset()
+
+    def plan(self, inp: PolicyInput) -> EgoCommand:
+        a, slot = inp.agents, inp.ego_slot
+        plan = self.core.plan(inp, np.array([slot]))
+        path, s, accel = plan.paths[0], float(plan.s[0]), float(plan.accel[0])
+        xy, yaw, speed = a.xy[slot].copy(), float(a.yaw[slot]), float(a.speed[slot])
+        poses = np.zeros((HORIZON_STEPS, 3))
+        for k in range(HORIZON_STEPS):
+            # Hold the acceleration for the first step, then relax towards cruising.
+            xy, yaw, v_next = advance_on_path(path, s, speed, accel if k == 0 else min(accel, 0.0),
+                                              inp.dt_s, xy, yaw)
+            s += v_next * inp.dt_s
+            speed = v_next
+            poses[k] = (xy[0], xy[1], yaw)
+        return TrajectoryCommand(poses)
+
+
+def load_planner(spec: str) -> EgoPlanner:
+    """``idm`` or ``package.module:ClassName`` (a class with a no-argument constructor)."""
+    if spec == "idm":
+        return IdmRoutePlanner()
+    if ":" not in spec:
+        raise ConfigError(f"unknown planner {spec!r}; use 'idm' or 'module:Class'")
+    module_name, _, class_name = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(f"planner {spec!r}: cannot import module {module_name!r} ({err})") from err
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise ConfigError(f"planner {spec!r}: module {module_name!r} has no attribute {class_name!r}")
+    planner = cls()
+    if not hasattr(planner, "plan"):
+        raise ConfigError(f"planner {spec!r} has no plan(inp) method")
+    return planner

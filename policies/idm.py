@@ -1,0 +1,223 @@
+"""IDM lane following, batched: car following, curve speed, stop at open ends, yielding at junctions.
+
+Each controlled agent drives along the centreline of its route. Its speed follows the Intelligent
+Driver Model (Treiber et al., 2000) towards a desired speed capped by the lane speed limit and by the
+curvature ahead (|a_lat| <= max_lat_accel), behind the nearest obstacle in its corridor: another agent,
+the end of the known road, or the entry of a connector it has not been granted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from policies.base import Policy, PolicyInput, register_policy
+from policies.junctions import ConflictMap, JunctionRequest, grant_connectors
+from vectorworld import geometry
+from vectorworld.scene import LaneType
+from vectorworld.world.routes import RoutePath, build_path
+
+LOOKAHEAD_M = 70.0
+SAMPLE_M = 2.0
+
+
+@dataclass(frozen=True)
+class IdmParams:
+    """IDM parameters (SI units); defaults are a calm urban driver."""
+
+    time_headway_s: float = 1.4
+    min_gap_m: float = 2.5
+    max_accel_mps2: float = 1.8
+    comfort_decel_mps2: float = 2.5
+    max_decel_mps2: float = 5.5
+    exponent: float = 4.0
+    speed_factor: float = 1.0
+    max_lat_accel_mps2: float = 2.0
+    junction_approach_m: float = 25.0
+
+
+@dataclass(frozen=True)
+class IdmPlan:
+    """One IDM step for the planned slots: accel (N,) m/s^2, and per slot the route path and arc position."""
+
+    slots: np.ndarray
+    accel: np.ndarray
+    paths: list[RoutePath]
+    s: np.ndarray
+
+
+class IdmCore:
+    """The batched IDM computation shared by the NPC policy and the default ego planner."""
+
+    def __init__(self, params: IdmParams = IdmParams()) -> None:
+        self.params = params
+        self.conflicts = ConflictMap()
+        self._paths: dict[tuple[int, ...], RoutePath] = {}
+
+    def reset(self) -> None:
+        self.conflicts = ConflictMap()
+        self._paths.clear()
+
+    def path(self, inp: PolicyInput, agent_id: int) -> RoutePath | None:
+        route = tuple(i for i in inp.routes.get(agent_id, ()) if i in inp.graph)
+        if not route:
+            return None
+        path = self._paths.get(route)
+        if path is None:
+            if len(self._paths) > 4096:
+                self._paths.clear()
+            path = self._paths[route] = build_path(inp.graph, route)
+        return path
+
+    def plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
+        """IDM acceleration for ``slots`` given every agent in ``inp`` as a potential obstacle."""
+        p, a = self.params, inp.agents
+        n = len(slots)
+        paths = [self.path(inp, int(a.id[i])) for i in slots]
+        s_now = np.zeros(n)
+        # Sampled corridor ahead of each agent: (N, K, 2) points, arc lengths, speed caps.
+        k_count = int(LOOKAHEAD_M / SAMPLE_M) + 1
+        ahead = np.zeros((n, k_count, 2))
+        ahead_s = np.zeros((n, k_count))
+        ahead_cap = np.full((n, k_count), np.inf)
+        stop_at = np.full(n, np.inf)  # arc length of a virtual stopped obstacle (m, along the path)
+        requests: list[JunctionRequest] = []
+        entry_s: dict[int, float] = {}
+        for row, (slot, path) in enumerate(zip(slots, paths, strict=True)):
+            if path is None:
+                stop_at[row] = 0.0
+                ahead[row] = a.xy[slot]
+                continue
+            s_now[row] = geometry.project_to_polyline(a.xy[slot][None], path.points)[0][0]
+            targets = s_now[row] + np.arange(k_count) * SAMPLE_M
+            ahead[row] = geometry.interpolate_polyline(path.points, path.s, targets)
+            ahead_s[row] = targets
+            lanes = [inp.graph[i] for i in path.lane_ids]
+            owner = np.clip(np.searchsorted(path.s, np.minimum(targets, path.s[-1]), side="left"), 0,
+                            len(path.s) - 1)
+            limit = np.array([lane.speed_limit_mps for lane in lanes])[path.lane_index[owner]]
+            kappa = geometry.curvature(ahead[row])
+            ahead_cap[row] = np.minimum(limit * p.speed_factor,
+                                        np.sqrt(p.max_lat_accel_mps2 / np.maximum(kappa, 1e-4)))
+            ahead_cap[row][targets > path.s[-1]] = np.inf
+            stop_at[row] = path.s[-1]  # the road is not known past here (yet)
+            start = 0.0
+            for k, lane in enumerate(lanes):
+                if k > 0 and lane.lane_type == LaneType.CONNECTOR:
+                    dist = start - s_now[row]
+                    if 0.0 <= dist <= p.junction_approach_m:
+                        requests.append(JunctionRequest(int(a.id[slot]), lane.id, dist))
+                        entry_s[int(a.id[slot])] = start
+                    break
+                start += lane.length_m
+        occupied = self._occupied_connectors(inp)
+        granted = grant_connectors(inp.graph, self.conflicts, occupied, requests)
+        for row, slot in enumerate(slots):
+            agent_id = int(a.id[slot])
+            if agent_id in entry_s and agent_id not in granted:
+                stop_at[row] = min(stop_at[row], entry_s[agent_id] - 0.5 + a.length[slot] / 2.0)
+        gap, lead_speed = self._leaders(inp, slots, ahead, ahead_s, s_now)
+        virtual_gap = stop_at - s_now - a.length[slots] / 2.0
+        use_virtual = virtual_gap < gap
+        gap = np.where(use_virtual, virtual_gap, gap)
+        lead_speed = np.where(use_virtual, 0.0, lead_speed)
+        v = np.maximum(a.speed[slots], 0.0)
+        # Desired speed: the tightest cap ahead, reachable with comfortable braking.
+        reach = np.sqrt(ahead_cap**2 + 2.0 * p.comfort_decel_mps2 * np.maximum(ahead_s - s_now[:, None], 0))
+        v0 = np.maximum(reach.min(1), 0.5)
+        dv = v - lead_speed
+        s_star = p.min_gap_m + v * p.time_headway_s + v * dv / (2 * np.sqrt(p.max_accel_mps2 *
+                                                                          p.comfort_decel_mps2))
+        free = 1.0 - (v / v0) ** p.exponent
+        interaction = (np.maximum(s_star, p.min_gap_m) / np.maximum(gap, 0.1)) ** 2
+        accel = p.max_accel_mps2 * (free - np.where(np.isfinite(gap), interaction, 0.0))
+        accel = np.clip(accel, -p.max_decel_mps2, p.max_accel_mps2)
+        return IdmPlan(np.asarray(slots), accel, paths, s_now)
+
+    def _occupied_connectors(self, inp: PolicyInput) -> dict[int, int]:
+        occupied: dict[int, int] = {}
+        for route in inp.routes.values():
+            if route and route[0] in inp.graph and inp.graph[route[0]].lane_type == LaneType.CONNECTOR:
+                occupied[route[0]] = occupied.get(route[0], 0) + 1
+        return occupied
+
+    def _leaders(self, inp: PolicyInput, slots: np.ndarray, ahead: np.ndarray, ahead_s: np.ndarray,
+                 s_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bumper gap (N,) m to the nearest agent inside each corridor, and its speed along the path."""
+        a = inp.agents
+        others = np.nonzero(a.valid)[0]
+        n = len(slots)
+        gap = np.full(n, np.inf)
+        lead_speed = np.zeros(n)
+        if len(others) < 2:
+            return gap, lead_speed
+        d = np.linalg.norm(ahead[:, :, None, :] - a.xy[others][None, None], axis=-1)  # (N, K, M)
+        k_best = d.argmin(1)  # (N, M)
+        d_best = np.take_along_axis(d, k_best[:, None, :], 1)[:, 0]
+        half = (a.width[slots][:, None] + a.width[others][None]) / 2.0 + 0.4
+        s_other = np.take_along_axis(ahead_s, k_best, 1)
+        # Inside the corridor, ahead of the agent, and not the agent itself.
+        mask = (d_best < half + SAMPLE_M / 2.0) & (k_best > 0) & (others[None] != slots[:, None])
+        mask &= ~((k_best == ahead.shape[1] - 1) & (d_best > half))
+        if not mask.any():
+            return gap, lead_speed
+        bumper = s_other - s_now[:, None] - (a.length[slots][:, None] + a.length[others][None]) / 2.0
+        bumper = np.where(mask, bumper, np.inf)
+        j = bumper.argmin(1)
+        rows = np.arange(n)
+        gap = bumper[rows, j]
+        k = k_best[rows, j]
+        tangent = ahead[rows, np.minimum(k + 1, ahead.shape[1] - 1)] - ahead[rows, np.maximum(k - 1, 0)]
+        path_yaw = np.arctan2(tangent[:, 1], tangent[:, 0])
+        lead = others[j]
+        lead_speed = np.where(np.isfinite(gap), a.speed[lead] * np.cos(a.yaw[lead] - path_yaw), 0.0)
+        return gap, lead_speed
+
+
+def advance_on_path(path: RoutePath | None, s_now: float, speed: float, accel: float, dt_s: float,
+                    xy: np.ndarray, yaw: float) -> tuple[np.ndarray, float, float]:
+    """Move ``s`` along the path with constant ``accel`` for one step: new (xy, yaw, speed)."""
+    v_next = max(0.0, speed + accel * dt_s)
+    ds = v_next * dt_s  # semi-implicit Euler: the engine reads the new speed back as ds / dt
+    if path is None or ds <= 1e-6:
+        return xy, yaw, v_next
+    s_next = min(s_now + ds, path.length_m)
+    xy_next = geometry.interpolate_polyline(path.points, path.s, np.array([s_next]))[0]
+    behind = geometry.interpolate_polyline(path.points, path.s, np.array([max(s_next - 0.5, 0.0)]))[0]
+    front = geometry.interpolate_polyline(path.points, path.s, np.array([s_next + 0.5]))[0]
+    tangent = front - behind
+    yaw_next = float(np.arctan2(tangent[1], tangent[0])) if np.linalg.norm(tangent) > 1e-6 else yaw
+    return xy_next, yaw_next, v_next
+
+
+def pose_delta(xy: np.ndarray, yaw: float, xy_next: np.ndarray, yaw_next: float) -> np.ndarray:
+    """Body-frame delta (3,) from pose (xy, yaw) to (xy_next, yaw_next)."""
+    local = geometry.to_local(xy_next[None], xy, yaw)[0]
+    return np.array([local[0], local[1], float(geometry.wrap_angle(yaw_next - yaw))])
+
+
+@register_policy("idm")
+class IdmPolicy(Policy):
+    """Rule-based NPCs: lane following with IDM car following and junction yielding."""
+
+    name = "idm"
+
+    def __init__(self, params: IdmParams = IdmParams()) -> None:
+        self.core = IdmCore(params)
+
+    def reset(self) -> None:
+        self.core.reset()
+
+    def act(self, inp: PolicyInput, rng: np.random.Generator) -> np.ndarray:
+        a = inp.agents
+        actions = np.zeros((a.capacity, 3))
+        slots = np.nonzero(inp.controlled & a.valid)[0]
+        if len(slots) == 0:
+            return actions
+        plan = self.core.plan(inp, slots)
+        for row, slot in enumerate(slots):
+            xy_next, yaw_next, _ = advance_on_path(plan.paths[row], plan.s[row], a.speed[slot],
+                                                   plan.accel[row], inp.dt_s, a.xy[slot], a.yaw[slot])
+            actions[slot] = pose_delta(a.xy[slot], a.yaw[slot], xy_next, yaw_next)
+        return actions

@@ -1,0 +1,81 @@
+"""Right of way at intersections: which agents may enter which connector lanes this step.
+
+Two connectors conflict when their centrelines cross or they merge into the same lane. An agent about
+to enter a connector is granted it only if no agent occupies or has been granted a conflicting one;
+requests are served closest-first, so every approaching agent eventually goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld.scene import LaneGraph, LaneType
+
+
+def _segments_cross(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether polylines a (N, 2) and b (M, 2) intersect (ignoring shared end points)."""
+    p, r = a[:-1, None], (a[1:] - a[:-1])[:, None]
+    q, s = b[None, :-1], (b[1:] - b[:-1])[None]
+    denom = r[..., 0] * s[..., 1] - r[..., 1] * s[..., 0]
+    qp = q - p
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (qp[..., 0] * s[..., 1] - qp[..., 1] * s[..., 0]) / denom
+        u = (qp[..., 0] * r[..., 1] - qp[..., 1] * r[..., 0]) / denom
+    hit = (np.abs(denom) > 1e-12) & (t > 1e-3) & (t < 1 - 1e-3) & (u > 1e-3) & (u < 1 - 1e-3)
+    return bool(hit.any())
+
+
+class ConflictMap:
+    """Caches whether pairs of connector lanes conflict."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[int, int], bool] = {}
+
+    def conflict(self, graph: LaneGraph, a: int, b: int) -> bool:
+        if a == b:
+            return False  # followers on one connector are handled by car following
+        key = (a, b) if a < b else (b, a)
+        hit = self._cache.get(key)
+        if hit is None:
+            la, lb = graph[a], graph[b]
+            if np.linalg.norm(la.points.mean(0) - lb.points.mean(0)) > la.length_m + lb.length_m:
+                hit = False
+            else:
+                hit = bool(set(la.successors) & set(lb.successors)) or _segments_cross(la.points, lb.points)
+            self._cache[key] = hit
+        return hit
+
+    def forget(self, lane_ids: Sequence[int]) -> None:
+        gone = set(lane_ids)
+        self._cache = {k: v for k, v in self._cache.items() if k[0] not in gone and k[1] not in gone}
+
+
+@dataclass(frozen=True)
+class JunctionRequest:
+    """Agent ``agent_id`` will enter ``connector`` after ``distance_m`` along its route."""
+
+    agent_id: int
+    connector: int
+    distance_m: float
+
+
+def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[int, int],
+                     requests: Sequence[JunctionRequest]) -> set[int]:
+    """Agent ids allowed to enter their next connector.
+
+    occupied: connector lane id -> number of agents currently on it.
+    """
+    granted: set[int] = set()
+    taken = [c for c, n in occupied.items() if n > 0]
+    for req in sorted(requests, key=lambda r: (r.distance_m, r.agent_id)):
+        if not any(conflicts.conflict(graph, req.connector, c) for c in taken):
+            granted.add(req.agent_id)
+            taken.append(req.connector)
+    return granted
+
+
+def is_connector(graph: LaneGraph, lane_id: int) -> bool:
+    return lane_id in graph and graph[lane_id].lane_type == LaneType.CONNECTOR

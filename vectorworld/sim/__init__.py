@@ -1,0 +1,1 @@
+"""The closed-loop engine: dynamics, commands, metrics, the Session, recordings."""

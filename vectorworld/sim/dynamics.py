@@ -1,0 +1,93 @@
+"""Vehicle dynamics: the kinematic bicycle for the ego, feasibility clipping for policy deltas, and the
+trajectory-tracking controller that turns a planned trajectory into (accel, steering)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld import geometry
+
+
+@dataclass(frozen=True)
+class BicycleLimits:
+    """Kinematic bicycle parameters (rear-axle-free centre formulation)."""
+
+    wheelbase_m: float = 2.9
+    max_accel_mps2: float = 4.0
+    max_decel_mps2: float = 8.0
+    max_steering_rad: float = 0.6
+    max_speed_mps: float = 40.0
+
+
+def bicycle_step(xy: np.ndarray, yaw: float, speed: float, accel: float, steering: float, dt_s: float,
+                 limits: BicycleLimits = BicycleLimits()) -> tuple[np.ndarray, float, float]:
+    """One step of the kinematic bicycle model (semi-implicit Euler). Returns (xy, yaw, speed)."""
+    accel = float(np.clip(accel, -limits.max_decel_mps2, limits.max_accel_mps2))
+    steering = float(np.clip(steering, -limits.max_steering_rad, limits.max_steering_rad))
+    v_next = float(np.clip(speed + accel * dt_s, 0.0, limits.max_speed_mps))
+    yaw_rate = v_next / limits.wheelbase_m * np.tan(steering)
+    yaw_mid = yaw + 0.5 * yaw_rate * dt_s
+    xy_next = xy + v_next * dt_s * np.array([np.cos(yaw_mid), np.sin(yaw_mid)])
+    return xy_next, float(geometry.wrap_angle(yaw + yaw_rate * dt_s)), v_next
+
+
+@dataclass(frozen=True)
+class DeltaLimits:
+    """Hard physical bounds on a policy's per-step motion. Deliberately looser than the kinematic
+    infeasibility thresholds of the metrics (DESIGN.md section 7), so the metric measures the policy,
+    not this clip."""
+
+    max_accel_mps2: float = 10.0
+    max_reverse_m: float = 0.5
+    max_yaw_rate_rps: float = 3.0
+    max_lateral_ratio: float = 0.5
+
+
+def apply_deltas(xy: np.ndarray, yaw: np.ndarray, speed: np.ndarray, deltas: np.ndarray, dt_s: float,
+                 limits: DeltaLimits = DeltaLimits()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Move agents by body-frame deltas (N, 3) after clipping; returns new (xy, yaw, speed)."""
+    dx = deltas[:, 0]
+    v_max = np.maximum(speed, 0.0) + limits.max_accel_mps2 * dt_s
+    v_min = speed - limits.max_accel_mps2 * dt_s
+    dx = np.clip(dx, np.maximum(v_min * dt_s, -limits.max_reverse_m), v_max * dt_s)
+    dy = np.clip(deltas[:, 1], -limits.max_lateral_ratio * np.abs(dx) - 0.05,
+                 limits.max_lateral_ratio * np.abs(dx) + 0.05)
+    dyaw = np.clip(deltas[:, 2], -limits.max_yaw_rate_rps * dt_s, limits.max_yaw_rate_rps * dt_s)
+    c, s = np.cos(yaw), np.sin(yaw)
+    xy_next = xy + np.stack([c * dx - s * dy, s * dx + c * dy], -1)
+    return xy_next, geometry.wrap_angle(yaw + dyaw), dx / dt_s
+
+
+@dataclass(frozen=True)
+class TrackerGains:
+    """Pure-pursuit steering and proportional speed tracking."""
+
+    lookahead_min_m: float = 4.0
+    lookahead_time_s: float = 0.6
+    speed_gain: float = 2.0
+
+
+def track_trajectory(xy: np.ndarray, yaw: float, speed: float, poses: np.ndarray, dt_s: float,
+                     limits: BicycleLimits = BicycleLimits(),
+                     gains: TrackerGains = TrackerGains()) -> tuple[float, float]:
+    """(accel, steering) that follows ``poses`` (T, 3) given at dt_s, 2*dt_s, ... from now."""
+    path = np.vstack([xy, poses[:, :2]])
+    target_speed = float(np.linalg.norm(poses[0, :2] - xy) / dt_s)
+    if len(poses) > 1:
+        target_speed = float(np.linalg.norm(poses[1, :2] - poses[0, :2]) / dt_s)
+    accel = gains.speed_gain * (target_speed - speed)
+    if target_speed < 0.05 and speed < 0.5:
+        return -limits.max_decel_mps2, 0.0
+    lookahead = max(gains.lookahead_min_m, gains.lookahead_time_s * speed)
+    s = geometry.polyline_lengths(path)
+    if s[-1] < 1e-3:
+        return accel, 0.0
+    target = geometry.interpolate_polyline(path, s, np.array([min(lookahead, s[-1])]))[0]
+    local = geometry.to_local(target[None], xy, yaw)[0]
+    dist2 = float(local @ local)
+    if dist2 < 1e-6:
+        return accel, 0.0
+    steering = float(np.arctan2(2.0 * limits.wheelbase_m * local[1], dist2))
+    return accel, steering

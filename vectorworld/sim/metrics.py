@@ -1,0 +1,152 @@
+"""Rollout metrics (DESIGN.md section 7), accumulated step by step and summarised per episode.
+
+Every metric is computed from consecutive agent states; see README "Metrics" for the definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.scene import Agents, AgentType
+from vectorworld.world.drivable import DrivableGrid
+
+# Kinematic infeasibility thresholds for NPC vehicles.
+INFEASIBLE_ACCEL_MPS2 = 6.0
+INFEASIBLE_LAT_ACCEL_MPS2 = 8.0
+INFEASIBLE_YAW_RATE_RPS = 1.5
+INFEASIBLE_MIN_SPEED_MPS = 1.0
+INFEASIBLE_BACKWARD_M = 0.05
+# Ego comfort bounds (nuPlan).
+COMFORT_ACCEL_RANGE_MPS2 = (-4.05, 2.40)
+COMFORT_LAT_ACCEL_MPS2 = 4.89
+COMFORT_YAW_RATE_RPS = 0.95
+COMFORT_JERK_MPS3 = 4.13
+
+
+@dataclass(frozen=True)
+class StepMetrics:
+    """What happened in one step: ids the ego touched, whether it was off-road, NPC events."""
+
+    ego_collided_ids: tuple[int, ...] = ()
+    ego_offroad: bool = False
+    npc_collision_events: int = 0
+    npc_offroad_events: int = 0
+    npc_infeasible_steps: int = 0
+    npc_vehicle_steps: int = 0
+    ego_comfortable: bool = True
+    ego_distance_m: float = 0.0
+
+
+@dataclass
+class EpisodeMetrics:
+    """Accumulates StepMetrics into the per-episode report."""
+
+    steps: int = 0
+    distance_m: float = 0.0
+    ego_collided_ids: set[int] = field(default_factory=set)
+    ego_offroad_steps: int = 0
+    npc_collision_events: int = 0
+    npc_offroad_events: int = 0
+    npc_infeasible_steps: int = 0
+    npc_vehicle_steps: int = 0
+    comfortable_steps: int = 0
+    tile_ms: list[float] = field(default_factory=list)
+    npc_policy_ms: list[float] = field(default_factory=list)
+
+    def add(self, m: StepMetrics) -> None:
+        self.steps += 1
+        self.distance_m += m.ego_distance_m
+        self.ego_collided_ids.update(m.ego_collided_ids)
+        self.ego_offroad_steps += int(m.ego_offroad)
+        self.npc_collision_events += m.npc_collision_events
+        self.npc_offroad_events += m.npc_offroad_events
+        self.npc_infeasible_steps += m.npc_infeasible_steps
+        self.npc_vehicle_steps += m.npc_vehicle_steps
+        self.comfortable_steps += int(m.ego_comfortable)
+
+    def summary(self) -> dict[str, float | int]:
+        km = self.distance_m / 1000.0
+        per_km = 1.0 / km if km > 1e-6 else 0.0
+        tile = np.array(self.tile_ms) if self.tile_ms else np.zeros(1)
+        return {
+            "km": round(km, 6),
+            "steps": self.steps,
+            "ego_collisions": len(self.ego_collided_ids),
+            "ego_offroad_rate": self.ego_offroad_steps / max(self.steps, 1),
+            "npc_collisions_per_km": self.npc_collision_events * per_km,
+            "npc_offroad_per_km": self.npc_offroad_events * per_km,
+            "kinematic_infeasibility_rate": self.npc_infeasible_steps / max(self.npc_vehicle_steps, 1),
+            "ego_comfort_rate": self.comfortable_steps / max(self.steps, 1),
+            "tile_ms_p50": float(np.percentile(tile, 50)),
+            "tile_ms_p95": float(np.percentile(tile, 95)),
+            "npc_policy_ms": float(np.mean(self.npc_policy_ms)) if self.npc_policy_ms else 0.0,
+        }
+
+
+class MetricTracker:
+    """Computes StepMetrics from the agents before and after a step (pairs and events need memory)."""
+
+    def __init__(self, capacity: int, dt_s: float) -> None:
+        self.dt_s = dt_s
+        self._npc_contact = np.zeros((capacity, capacity), bool)
+        self._npc_offroad = np.zeros(capacity, bool)
+        self._ego_accel: float | None = None
+
+    def reset_slots(self, slots: np.ndarray) -> None:
+        """Forget pair/event memory of slots that were freed or re-used."""
+        self._npc_contact[slots] = False
+        self._npc_contact[:, slots] = False
+        self._npc_offroad[slots] = False
+
+    def step(self, before: Agents, after: Agents, ego_slot: int, moved: np.ndarray,
+             drivable: DrivableGrid) -> StepMetrics:
+        """``moved``: (C,) bool, agents that existed before the step and still exist (kinematics apply)."""
+        valid = after.valid
+        overlap = geometry.pairwise_box_overlap(after.xy, after.yaw, after.length, after.width, valid)
+        ego_hits = tuple(int(after.id[j]) for j in np.nonzero(overlap[ego_slot])[0])
+        npc = valid.copy()
+        npc[ego_slot] = False
+        npc_pairs = overlap & npc[:, None] & npc[None]
+        new_contacts = int(np.triu(npc_pairs & ~self._npc_contact).sum())
+        self._npc_contact = npc_pairs
+        corners = geometry.box_corners(after.xy, after.yaw, after.length, after.width)
+        vehicles = valid & (after.agent_type == AgentType.VEHICLE)
+        on_road = drivable.contains(corners[vehicles]).all(-1)
+        offroad = np.zeros(after.capacity, bool)
+        offroad[np.nonzero(vehicles)[0]] = ~on_road
+        npc_veh = vehicles & npc
+        new_offroad = int((offroad & ~self._npc_offroad & npc_veh & moved).sum())
+        self._npc_offroad = offroad & npc_veh
+        infeasible, counted = self._infeasible(before, after, npc_veh & moved)
+        ego_dist = float(np.linalg.norm(after.xy[ego_slot] - before.xy[ego_slot]))
+        return StepMetrics(ego_hits, bool(offroad[ego_slot]), new_contacts, new_offroad, infeasible,
+                           counted, self._comfortable(before, after, ego_slot), ego_dist)
+
+    def _infeasible(self, before: Agents, after: Agents, mask: np.ndarray) -> tuple[int, int]:
+        if not mask.any():
+            return 0, 0
+        dt = self.dt_s
+        local = geometry.to_local(after.xy[mask][:, None], before.xy[mask], before.yaw[mask])[:, 0]
+        speed_now = after.speed[mask]
+        speed_before = before.speed[mask]
+        a_long = (speed_now - speed_before) / dt
+        yaw_rate = geometry.wrap_angle(after.yaw[mask] - before.yaw[mask]) / dt
+        a_lat = np.abs(speed_now * yaw_rate)
+        moving = np.maximum(np.abs(speed_now), np.abs(speed_before)) > INFEASIBLE_MIN_SPEED_MPS
+        bad = ((np.abs(a_long) > INFEASIBLE_ACCEL_MPS2) | (a_lat > INFEASIBLE_LAT_ACCEL_MPS2)
+               | (moving & (np.abs(yaw_rate) > INFEASIBLE_YAW_RATE_RPS))
+               | (local[:, 0] < -INFEASIBLE_BACKWARD_M))
+        return int(bad.sum()), int(mask.sum())
+
+    def _comfortable(self, before: Agents, after: Agents, ego: int) -> bool:
+        dt = self.dt_s
+        accel = (after.speed[ego] - before.speed[ego]) / dt
+        yaw_rate = float(geometry.wrap_angle(after.yaw[ego] - before.yaw[ego])) / dt
+        jerk = 0.0 if self._ego_accel is None else (accel - self._ego_accel) / dt
+        self._ego_accel = accel
+        lo, hi = COMFORT_ACCEL_RANGE_MPS2
+        return bool(lo <= accel <= hi and abs(after.speed[ego] * yaw_rate) <= COMFORT_LAT_ACCEL_MPS2
+                    and abs(yaw_rate) <= COMFORT_YAW_RATE_RPS and abs(jerk) <= COMFORT_JERK_MPS3)

@@ -1,0 +1,326 @@
+"""The closed-loop Session: reset / step / observe / close. The CLI, the server and the debugger all use it.
+
+Per 0.1 s step: (1) outpaint tiles ahead of the ego, spawn their agents; (2) retire tiles and agents far
+behind; (3) one batched NPC policy call; (4) the ego command; (5) integrate, compute metrics, record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from policies.base import Policy, PolicyInput, make_policy
+from policies.ego import EgoPlanner, load_planner
+from vectorworld import DT_S, geometry
+from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
+from vectorworld.generation import make_generator
+from vectorworld.scene import Agents, AgentType, Lane, Tile
+from vectorworld.sim.commands import (
+    ControlCommand,
+    EgoCommand,
+    StateCommand,
+    TrajectoryCommand,
+    validate_command,
+)
+from vectorworld.sim.dynamics import apply_deltas, bicycle_step, track_trajectory
+from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
+from vectorworld.sim.observation import EndReason, Frame, Observation
+from vectorworld.sim.spawning import SpawnBook, place_spawns
+from vectorworld.world import StreamingWorld, WorldConfig
+from vectorworld.world.routes import RouteBook, build_path
+
+EGO_LENGTH_M = 4.8
+EGO_WIDTH_M = 2.0
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Everything that defines an episode. Same config + same commands -> identical episode."""
+
+    seed: int = 0
+    target_km: float = 1.0
+    generator: str = "procedural"
+    npc_policy: str = "idm"
+    planner: str = "idm"
+    agent_capacity: int = 128
+    observation_radius_m: float = 80.0
+    max_steps: int | None = None
+    terminate_on_collision: bool = True
+    ego_start_speed_mps: float = 6.0
+    world: WorldConfig = field(default_factory=WorldConfig)
+
+    def validate(self) -> SessionConfig:
+        if not (isinstance(self.target_km, (int, float)) and math.isfinite(self.target_km)
+                and self.target_km > 0):
+            raise ConfigError(f"--km must be a positive finite number, got {self.target_km}")
+        if self.target_km > 10_000:
+            raise ConfigError(f"--km {self.target_km} is too large (max 10000)")
+        if self.agent_capacity < 1:
+            raise ConfigError(f"agent_capacity must be >= 1, got {self.agent_capacity}")
+        if not (self.observation_radius_m > 0 and math.isfinite(self.observation_radius_m)):
+            raise ConfigError(f"observation_radius_m must be positive, got {self.observation_radius_m}")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ConfigError(f"max_steps must be >= 1, got {self.max_steps}")
+        return self
+
+    @property
+    def step_limit(self) -> int:
+        """Default limit: the target distance at an average of 2 m/s."""
+        return self.max_steps or int(math.ceil(self.target_km * 1000.0 / 2.0 / DT_S))
+
+
+class Session:
+    """One episode in a streaming world. Not thread-safe: the server serialises calls per session."""
+
+    def __init__(self, config: SessionConfig, planner: EgoPlanner | None = None,
+                 npc_policy: Policy | None = None) -> None:
+        self.config = config.validate()
+        self.generator = make_generator(config.generator)
+        self.npc_policy = npc_policy or make_policy(config.npc_policy)
+        self.planner = planner or load_planner(config.planner)
+        self.frames_enabled = False
+        self._reset_state()
+
+    # ----------------------------------------------------------------- lifecycle
+    def _reset_state(self) -> None:
+        seeds = np.random.SeedSequence(self.config.seed).spawn(4)
+        self.world_rng, self.npc_rng, self.route_rng, self.spawn_rng = (np.random.Generator(
+            np.random.PCG64(s)) for s in seeds)
+        self.world = StreamingWorld(self.generator, self.world_rng, self.config.world)
+        self.agents = Agents.empty(self.config.agent_capacity)
+        self.routes = RouteBook()
+        self.spawns = SpawnBook()
+        self.metrics = EpisodeMetrics()
+        self.tracker = MetricTracker(self.config.agent_capacity, DT_S)
+        self.step_index = 0
+        self.end_reason = EndReason.NONE
+        self.ego_slot = 0
+        self.ego_plan = np.zeros((0, 3))
+        self.wall_s = 0.0
+        self._last_step_metrics = StepMetrics()
+        self._pending_tiles: list[Tile] = []
+        self._pending_lanes: list[Lane] = []
+        self._removed_lanes: list[int] = []
+        self._tile_ms_step = 0.0
+        self._npc_ms_step = 0.0
+        self.closed = False
+
+    def reset(self) -> Observation:
+        """Start the episode: first tile, the ego on its right-most lane, first spawns."""
+        self._reset_state()
+        self.npc_policy.reset()
+        self.planner.reset()
+        t0 = time.perf_counter()
+        first = self.world.start()
+        self._pending_tiles.append(first.tile)
+        self._pending_lanes.extend(first.content.lanes)
+        self.metrics.tile_ms.append(first.tile.latency_ms)
+        ego_lane = self._start_lane(first.content.lanes)
+        start_xy, start_yaw = self._point_on(ego_lane, 8.0)
+        self.agents = place_ego(self.agents, self.ego_slot, start_xy, start_yaw,
+                                self.config.ego_start_speed_mps)
+        self.routes.assign(0, ego_lane.id)
+        self.routes.extend(self.world.graph, self.route_rng, 0)
+        self._spawn(first.content.agents)
+        self._cover()
+        self.wall_s += time.perf_counter() - t0
+        return self.observe()
+
+    def close(self) -> None:
+        self.closed = True
+
+    @property
+    def done(self) -> bool:
+        return self.end_reason != EndReason.NONE
+
+    # ----------------------------------------------------------------- stepping
+    def step(self, command: EgoCommand | None = None, expected_step: int | None = None) -> Observation:
+        """Advance 0.1 s. ``command`` None lets the session's built-in planner drive the ego."""
+        if self.done:
+            raise EpisodeFinishedError(f"episode already ended ({self.end_reason.value}) at step "
+                                       f"{self.step_index}; reset or create a new session")
+        if expected_step is not None and expected_step != self.step_index:
+            raise StepMismatchError(f"step request names step {expected_step} but the session is at "
+                                    f"step {self.step_index}")
+        t0 = time.perf_counter()
+        inp = self._policy_input(np.zeros(self.agents.capacity, bool))
+        if command is None:
+            command = self.planner.plan(inp)
+        command = validate_command(command, self.agents.xy[self.ego_slot])
+        self._pending_tiles, self._pending_lanes, self._removed_lanes = [], [], []
+        before = self.agents
+        # NPCs: one batched call.
+        npc_mask = before.valid.copy()
+        npc_mask[self.ego_slot] = False
+        t_npc = time.perf_counter()
+        deltas = self.npc_policy.act(dataclasses.replace(inp, controlled=npc_mask), self.npc_rng)
+        self._npc_ms_step = (time.perf_counter() - t_npc) * 1e3
+        self.metrics.npc_policy_ms.append(self._npc_ms_step)
+        xy, yaw, speed = apply_deltas(before.xy, before.yaw, before.speed, deltas, DT_S)
+        ego_xy, ego_yaw, ego_speed = self._ego_next(command)
+        xy[self.ego_slot], yaw[self.ego_slot], speed[self.ego_slot] = ego_xy, ego_yaw, ego_speed
+        self.agents = before.with_state(xy, yaw, speed)
+        self.step_index += 1
+        step_metrics = self.tracker.step(before, self.agents, self.ego_slot, before.valid & self.agents.valid,
+                                         self.world.drivable)
+        self.metrics.add(step_metrics)
+        self._last_step_metrics = step_metrics
+        for agent_id in np.unique(self.agents.id[self.agents.valid]):
+            slot = self.agents.slot_of(int(agent_id))
+            self.routes.advance(self.world.graph, int(agent_id), self.agents.xy[slot],
+                                float(self.agents.yaw[slot]))
+            self.routes.extend(self.world.graph, self.route_rng, int(agent_id))
+        self._cover()
+        self._retire()
+        self._update_end(step_metrics)
+        self.wall_s += time.perf_counter() - t0
+        return self.observe()
+
+    def _ego_next(self, command: EgoCommand) -> tuple[np.ndarray, float, float]:
+        a, e = self.agents, self.ego_slot
+        xy, yaw, speed = a.xy[e], float(a.yaw[e]), float(a.speed[e])
+        if isinstance(command, StateCommand):
+            self.ego_plan = np.zeros((0, 3))
+            return np.array([command.x_m, command.y_m]), command.yaw_rad, command.speed_mps
+        if isinstance(command, TrajectoryCommand):
+            self.ego_plan = command.poses
+            accel, steering = track_trajectory(xy, yaw, speed, command.poses, DT_S)
+        else:
+            assert isinstance(command, ControlCommand)
+            self.ego_plan = np.zeros((0, 3))
+            accel, steering = command.accel_mps2, command.steering_rad
+        return bicycle_step(xy, yaw, speed, accel, steering, DT_S)
+
+    def _update_end(self, m: StepMetrics) -> None:
+        if self.config.terminate_on_collision and m.ego_collided_ids:
+            self.end_reason = EndReason.COLLISION
+        elif self.metrics.distance_m >= self.config.target_km * 1000.0:
+            self.end_reason = EndReason.GOAL_REACHED
+        elif self.step_index >= self.config.step_limit:
+            self.end_reason = EndReason.MAX_STEPS
+
+    # ----------------------------------------------------------------- world upkeep
+    def _cover(self) -> None:
+        e = self.ego_slot
+        route = self.routes.get(0)
+        new = self.world.ensure_coverage(self.agents.xy[e], float(self.agents.yaw[e]),
+                                         route[-1] if route else None, self.agents.xy[self.agents.valid])
+        self._tile_ms_step = sum(g.tile.latency_ms for g in new)
+        for generated in new:
+            self.metrics.tile_ms.append(generated.tile.latency_ms)
+            self._pending_tiles.append(generated.tile)
+            self._pending_lanes.extend(self.world.graph[lane.id] for lane in generated.content.lanes)
+            self._spawn(generated.content.agents)
+        if new:
+            self.routes.extend(self.world.graph, self.route_rng, 0)
+
+    def _spawn(self, spawns) -> None:  # noqa: ANN001 - AgentSpawns
+        ego_xy = self.agents.xy[self.ego_slot]
+        self.agents, placed = place_spawns(self.agents, spawns, ego_xy, self.spawns)
+        for agent_id, lane_id in placed:
+            if lane_id in self.world.graph:
+                self.routes.assign(agent_id, lane_id)
+                self.routes.extend(self.world.graph, self.route_rng, agent_id)
+
+    def _retire(self) -> None:
+        ego_xy = self.agents.xy[self.ego_slot]
+        removed = self.world.retire(ego_xy)
+        self._removed_lanes.extend(removed)
+        far = self.agents.valid & (np.linalg.norm(self.agents.xy - ego_xy, axis=-1)
+                                   > self.config.world.retention_m)
+        far[self.ego_slot] = False
+        if far.any():
+            slots = np.nonzero(far)[0]
+            for slot in slots:
+                self.routes.drop(int(self.agents.id[slot]))
+            self.agents = dataclasses.replace(self.agents, valid=self.agents.valid & ~far,
+                                              id=np.where(far, -1, self.agents.id))
+            self.tracker.reset_slots(slots)
+
+    # ----------------------------------------------------------------- views
+    def _policy_input(self, controlled: np.ndarray) -> PolicyInput:
+        return PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
+                           routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
+                           dt_s=DT_S, motion_codes=self.spawns.motion_codes)
+
+    def observe(self, radius_m: float | None = None) -> Observation:
+        radius = self.config.observation_radius_m if radius_m is None else radius_m
+        a, e = self.agents, self.ego_slot
+        ego_xy = a.xy[e]
+        keep = a.valid & (np.linalg.norm(a.xy - ego_xy, axis=-1) <= radius)
+        keep[e] = True
+        order = np.concatenate([[e], np.nonzero(keep & (np.arange(a.capacity) != e))[0]])
+        visible = Agents(**{f.name: getattr(a, f.name)[order] for f in dataclasses.fields(Agents)})
+        lanes = []
+        for lane_id in self.world.graph.near(ego_xy, radius):
+            lane = self.world.graph[lane_id]
+            if (np.linalg.norm(lane.points - ego_xy, axis=-1) <= radius).any():
+                lanes.append(lane)
+        route = tuple(i for i in self.routes.get(0) if i in self.world.graph)
+        polyline = build_path(self.world.graph, route).points if route else np.zeros((0, 2))
+        return Observation(step=self.step_index, sim_time_us=self.step_index * int(DT_S * 1e6),
+                           agents=visible, ego_slot=0, lanes=tuple(lanes), route_lane_ids=route,
+                           route_polyline=polyline, step_metrics=self._last_step_metrics,
+                           terminated=self.end_reason in (EndReason.COLLISION, EndReason.GOAL_REACHED),
+                           truncated=self.end_reason in (EndReason.MAX_STEPS, EndReason.LOG_ENDED,
+                                                         EndReason.NO_ROAD),
+                           end_reason=self.end_reason, km=self.metrics.distance_m / 1000.0)
+
+    def frame(self) -> Frame:
+        """The full world state of the current step (for recordings and the debugger)."""
+        policy_of = np.where(self.agents.valid, 1, -1).astype(np.int8)
+        policy_of[self.ego_slot] = 0
+        return Frame(step=self.step_index, sim_time_us=self.step_index * int(DT_S * 1e6),
+                     agents=self.agents, ego_slot=self.ego_slot, policy_of=policy_of,
+                     new_tiles=tuple(self._pending_tiles), new_lanes=tuple(self._pending_lanes),
+                     removed_lane_ids=tuple(self._removed_lanes), ego_plan=self.ego_plan,
+                     step_metrics=self._last_step_metrics, km=self.metrics.distance_m / 1000.0,
+                     tile_ms=self._tile_ms_step, npc_policy_ms=self._npc_ms_step,
+                     end_reason=self.end_reason)
+
+    def report(self) -> dict:
+        """The per-episode report: DESIGN.md section 7 metrics plus bookkeeping."""
+        summary = self.metrics.summary()
+        sim_s = self.step_index * DT_S
+        return {"seed": self.config.seed, **summary,
+                "completed": self.end_reason == EndReason.GOAL_REACHED,
+                "end_reason": self.end_reason.value, "sim_s": round(sim_s, 3),
+                "wall_s": round(self.wall_s, 4), "rtf": round(sim_s / max(self.wall_s, 1e-9), 3),
+                "tiles": len(self.metrics.tile_ms), "fallback_tiles": self.world.fallback_tiles}
+
+    # ----------------------------------------------------------------- helpers
+    def _start_lane(self, lanes: tuple[Lane, ...]) -> Lane:
+        """The lane of the first tile closest to (-24 m, right of the road) heading +x."""
+        target = np.array([-24.0, -2.0])
+        best = min((lane for lane in lanes if abs(float(geometry.wrap_angle(lane.start_pose[1]))) < 0.5),
+                   key=lambda lane: float(np.linalg.norm(lane.points - target, axis=-1).min()),
+                   default=None)
+        if best is None:
+            raise ConfigError("the first tile has no lane heading along +x to start the ego on")
+        return best
+
+    @staticmethod
+    def _point_on(lane: Lane, s_m: float) -> tuple[np.ndarray, float]:
+        s = min(s_m, lane.length_m / 2.0)
+        pts = geometry.interpolate_polyline(lane.points, lane.arc_length, np.array([s, s + 0.5]))
+        d = pts[1] - pts[0]
+        return pts[0], float(np.arctan2(d[1], d[0]))
+
+
+def place_ego(agents: Agents, slot: int, xy: np.ndarray, yaw: float, speed: float) -> Agents:
+    """Agents with the ego in ``slot``: id 0, a 4.8 m x 2.0 m vehicle, history at constant speed."""
+    steps = agents.history.shape[1]
+    back = (np.arange(steps)[::-1] * speed * DT_S)
+    hist = np.stack([xy[0] - back * np.cos(yaw), xy[1] - back * np.sin(yaw), np.full(steps, yaw),
+                     np.full(steps, speed)], -1)
+    arrays = {f.name: getattr(agents, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][slot], arrays["valid"][slot] = 0, True
+    arrays["agent_type"][slot] = AgentType.VEHICLE
+    arrays["xy"][slot], arrays["yaw"][slot], arrays["speed"][slot] = xy, yaw, speed
+    arrays["length"][slot], arrays["width"][slot] = EGO_LENGTH_M, EGO_WIDTH_M
+    arrays["history"][slot], arrays["history_valid"][slot] = hist, True
+    return Agents(**arrays)

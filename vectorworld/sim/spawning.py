@@ -1,0 +1,89 @@
+"""Placing generated agents into the simulation: free slots, clearance, ids and warm-start history."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from vectorworld import DT_S, geometry
+from vectorworld.generation.base import AgentSpawns
+from vectorworld.scene import Agents
+
+EGO_CLEARANCE_M = 30.0
+"""Agents are never spawned closer than this to the ego (no collision caused by spawning)."""
+AGENT_CLEARANCE_M = 6.0
+
+
+class SpawnBook:
+    """Agent ids (the ego is 0) and the generator's motion codes of spawned agents."""
+
+    def __init__(self) -> None:
+        self.next_id = 1
+        self.motion_codes: dict[int, np.ndarray] = {}
+        self.dropped = 0
+
+
+def pseudo_history(xy: np.ndarray, yaw: float, speed: float, motion_code: np.ndarray,
+                   steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """History (steps, 4) ending at the current state, walked back along the motion code path.
+
+    motion_code: (6, 2) m, body frame, oldest first. Zeros (a static agent) or a zero speed give a
+    standing history. Returns the history and its validity (steps,).
+    """
+    back = np.arange(steps)[::-1] * max(speed, 0.0) * DT_S
+    code = np.asarray(motion_code, dtype=np.float64)
+    if speed > 0.1 and np.abs(code).sum() > 1e-6:
+        path = np.vstack([code, [[0.0, 0.0]]])
+        s = geometry.polyline_lengths(path[::-1])
+        local = geometry.interpolate_polyline(path[::-1], s, back)
+        # Extrapolate straight back beyond the code's length.
+        over = np.maximum(back - s[-1], 0.0)
+        local = local - np.stack([over, np.zeros_like(over)], -1)
+    else:
+        local = np.stack([-back, np.zeros_like(back)], -1)
+    pts = geometry.to_global(local, xy, yaw)
+    d = np.gradient(pts, axis=0) if steps > 1 else np.zeros_like(pts)
+    yaws = np.where(np.linalg.norm(d, axis=-1) > 1e-6, np.arctan2(d[:, 1], d[:, 0]), yaw)
+    yaws[-1] = yaw
+    hist = np.concatenate([pts, yaws[:, None], np.full((steps, 1), max(speed, 0.0))], -1)
+    return hist, np.ones(steps, bool)
+
+
+def place_spawns(agents: Agents, spawns: AgentSpawns, ego_xy: np.ndarray,
+                 book: SpawnBook) -> tuple[Agents, list[tuple[int, int]]]:
+    """Put spawns into free slots, skipping any too close to the ego or to an existing agent.
+
+    Returns the new Agents and [(agent_id, lane_id)] of the agents placed.
+    """
+    if len(spawns) == 0:
+        return agents, []
+    arrays = {f.name: getattr(agents, f.name).copy() for f in dataclasses.fields(Agents)}
+    free = list(np.nonzero(~agents.valid)[0])
+    occupied = list(agents.xy[agents.valid])
+    placed: list[tuple[int, int]] = []
+    steps = agents.history.shape[1]
+    for k in range(len(spawns)):
+        xy = spawns.xy[k]
+        if np.linalg.norm(xy - ego_xy) < EGO_CLEARANCE_M:
+            continue
+        if occupied and np.min(np.linalg.norm(np.asarray(occupied) - xy, axis=-1)) < AGENT_CLEARANCE_M:
+            continue
+        if not free:
+            book.dropped += len(spawns) - k
+            break
+        slot = free.pop(0)
+        agent_id = book.next_id
+        book.next_id += 1
+        hist, hist_valid = pseudo_history(xy, float(spawns.yaw[k]), float(spawns.speed[k]),
+                                          spawns.motion_code[k], steps)
+        arrays["id"][slot], arrays["valid"][slot] = agent_id, True
+        arrays["agent_type"][slot] = spawns.agent_type[k]
+        arrays["xy"][slot], arrays["yaw"][slot] = xy, spawns.yaw[k]
+        arrays["speed"][slot] = spawns.speed[k]
+        arrays["length"][slot], arrays["width"][slot] = spawns.length[k], spawns.width[k]
+        arrays["history"][slot], arrays["history_valid"][slot] = hist, hist_valid
+        book.motion_codes[agent_id] = spawns.motion_code[k]
+        occupied.append(xy)
+        placed.append((agent_id, int(spawns.lane_id[k])))
+    return Agents(**arrays), placed

@@ -1,0 +1,118 @@
+"""Routes: the lane sequence each agent intends to follow, and paths sampled along it.
+
+A route starts with the agent's current lane. It is extended at forks with an explicit rng as the world
+grows, and the lanes already driven are dropped as the agent advances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.scene import LaneGraph
+
+PATH_SPACING_M = 1.0
+
+
+@dataclass(frozen=True)
+class RoutePath:
+    """A route sampled at about 1 m.
+
+    points: (P, 2) m global; s: (P,) m cumulative arc length; lane_index: (P,) index into ``lane_ids`` of
+    the lane each point lies on; lane_ids: the route's lanes.
+    """
+
+    points: np.ndarray
+    s: np.ndarray
+    lane_index: np.ndarray
+    lane_ids: tuple[int, ...]
+
+    @property
+    def length_m(self) -> float:
+        return float(self.s[-1])
+
+
+def build_path(graph: LaneGraph, lane_ids: Sequence[int]) -> RoutePath:
+    """Concatenate the centrelines of consecutive route lanes (joint points de-duplicated)."""
+    chunks, owners = [], []
+    for k, lane_id in enumerate(lane_ids):
+        pts = graph[lane_id].points
+        if chunks:
+            pts = pts[1:]
+        chunks.append(pts)
+        owners.append(np.full(len(pts), k, np.int32))
+    points = np.concatenate(chunks)
+    lane_index = np.concatenate(owners)
+    return RoutePath(points, geometry.polyline_lengths(points), lane_index, tuple(lane_ids))
+
+
+def route_length(graph: LaneGraph, lane_ids: Sequence[int]) -> float:
+    return float(sum(graph[i].length_m for i in lane_ids))
+
+
+class RouteBook:
+    """Routes of all agents (ego included), keyed by agent id."""
+
+    def __init__(self, min_ahead_m: float = 80.0) -> None:
+        self.min_ahead_m = min_ahead_m
+        self.routes: dict[int, list[int]] = {}
+
+    def assign(self, agent_id: int, lane_id: int) -> None:
+        self.routes[agent_id] = [lane_id]
+
+    def drop(self, agent_id: int) -> None:
+        self.routes.pop(agent_id, None)
+
+    def get(self, agent_id: int) -> list[int]:
+        return self.routes.get(agent_id, [])
+
+    def extend(self, graph: LaneGraph, rng: np.random.Generator, agent_id: int,
+               choose: str = "random") -> None:
+        """Append successors until the route reaches ``min_ahead_m`` or ends at an open lane end.
+
+        ``choose`` is "random" (uniform over successors) or "straight" (the successor whose heading
+        changes least, used by the default ego route).
+        """
+        route = self.routes.get(agent_id)
+        if not route:
+            return
+        while route_length(graph, route[1:]) < self.min_ahead_m:
+            successors = [i for i in graph[route[-1]].successors if i in graph]
+            if not successors:
+                return
+            if len(successors) == 1:
+                route.append(successors[0])
+            elif choose == "straight":
+                _, yaw_end = graph[route[-1]].end_pose
+                turn = [abs(float(geometry.wrap_angle(graph[i].end_pose[1] - yaw_end))) for i in successors]
+                route.append(successors[int(np.argmin(turn))])
+            else:
+                route.append(successors[int(rng.integers(len(successors)))])
+
+    def advance(self, graph: LaneGraph, agent_id: int, xy: np.ndarray, yaw: float) -> None:
+        """Drop route lanes the agent has driven past; re-localise it if it left its route."""
+        route = self.routes.get(agent_id)
+        if route is None:
+            return
+        while route and route[0] not in graph:
+            route.pop(0)
+        while len(route) > 1:
+            lane = graph[route[0]]
+            s, _, _ = geometry.project_to_polyline(xy[None], lane.points)
+            if s[0] < lane.length_m - 1e-6:
+                break
+            route.pop(0)
+        if route:
+            _, lat, _ = geometry.project_to_polyline(xy[None], graph[route[0]].points)
+            if abs(float(lat[0])) <= 4.0:
+                return
+        lane_id, _ = graph.nearest(xy, yaw, radius_m=8.0)
+        route[:] = [lane_id] if lane_id >= 0 else []
+
+    def retain(self, agent_ids: set[int]) -> None:
+        for agent_id in list(self.routes):
+            if agent_id not in agent_ids:
+                del self.routes[agent_id]

@@ -1,0 +1,183 @@
+"""The streaming world: tiles generated on demand ahead of the ego, retired far behind.
+
+The world owns the global lane graph, the tiles, the drivable raster and the open ports (lane ends with
+no successor / starts with no predecessor). ``ensure_coverage`` places a new 64 m tile at any open out
+port that comes within the look-ahead distance in front of the ego -- on the ego's route first -- and
+asks the generator to fill it. Memory stays bounded: tiles farther than ``retention_m`` are dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.generation.base import IdAllocator, Port, TileContent, TileFrame, TileGenerator, TileRequest
+from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph, Tile
+from vectorworld.world.drivable import DrivableGrid
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """lookahead_m: generate when an open out port ahead of the ego is this close (m);
+    retention_m: drop tiles whose centre is farther than this from the ego (m);
+    max_tiles_per_update: bound on generation work in one step."""
+
+    lookahead_m: float = 90.0
+    retention_m: float = 160.0
+    max_tiles_per_update: int = 2
+    port_margin_m: float = 3.0
+
+
+@dataclass(frozen=True)
+class GeneratedTile:
+    """A tile just added, with what the generator produced for it."""
+
+    tile: Tile
+    content: TileContent
+
+
+class StreamingWorld:
+    """A world that grows tile by tile around wherever the ego goes."""
+
+    def __init__(self, generator: TileGenerator, rng: np.random.Generator,
+                 config: WorldConfig = WorldConfig()) -> None:
+        self.generator = generator
+        self.rng = rng
+        self.config = config
+        self.graph = LaneGraph()
+        self.drivable = DrivableGrid()
+        self.tiles: dict[int, Tile] = {}
+        self.lane_ids = IdAllocator()
+        self.tile_ids = IdAllocator()
+        self.fallback_tiles = 0
+        self._exhausted_ports: set[int] = set()
+
+    # ----------------------------------------------------------------- building
+    def start(self, center_xy: np.ndarray | None = None, yaw: float = 0.0) -> GeneratedTile:
+        """Generate the first tile: a road through ``center_xy`` along ``yaw``."""
+        frame = TileFrame(np.zeros(2) if center_xy is None else np.asarray(center_xy, float), yaw)
+        t0 = time.perf_counter()
+        content = self.generator.first_tile(frame, self.lane_ids, self.rng)
+        return self._commit(frame, content, (time.perf_counter() - t0) * 1e3)
+
+    def add_known_map(self, lanes: Sequence[Lane]) -> None:
+        """Add lanes from a real map (a log) as already-known world, outside any tile."""
+        self.graph.add(lanes)
+        for lane in lanes:
+            self.drivable.add(lane)
+        top = max((lane.id for lane in lanes), default=-1)
+        self.lane_ids = IdAllocator(max(top + 1, 10_000_000))
+
+    def ensure_coverage(self, ego_xy: np.ndarray, ego_yaw: float, route_end_lane: int | None,
+                        agents_xy: np.ndarray) -> list[GeneratedTile]:
+        """Generate tiles at open out ports within the look-ahead in front of the ego.
+
+        The port at the end of the ego's route (``route_end_lane``) goes first. At most
+        ``max_tiles_per_update`` tiles are made per call; call again next step for more.
+        """
+        new: list[GeneratedTile] = []
+        for _ in range(self.config.max_tiles_per_update):
+            port = self._next_port(ego_xy, ego_yaw, route_end_lane)
+            if port is None:
+                break
+            new.append(self._generate_at(port, agents_xy))
+        return new
+
+    def retire(self, ego_xy: np.ndarray) -> list[int]:
+        """Drop tiles (and their lanes) farther than ``retention_m``; return the removed lane ids."""
+        far = [t for t in self.tiles.values()
+               if np.linalg.norm(t.center_xy - ego_xy) > self.config.retention_m]
+        removed: list[int] = []
+        for tile in far:
+            del self.tiles[tile.id]
+            gone = [i for i in tile.lane_ids if i in self.graph]
+            for lane_id in gone:
+                self.drivable.remove(lane_id)
+            self.graph.remove(gone)
+            removed.extend(gone)
+        return removed
+
+    # ----------------------------------------------------------------- ports
+    def open_ports(self, near_xy: np.ndarray, radius_m: float) -> list[Port]:
+        """Open lane ends (out and in ports) within ``radius_m`` of ``near_xy``."""
+        ports = []
+        for lane_id in self.graph.near(near_xy, radius_m):
+            lane = self.graph[lane_id]
+            if not lane.successors:
+                xy, yaw = lane.end_pose
+                if np.linalg.norm(xy - near_xy) <= radius_m:
+                    ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, True))
+            if not lane.predecessors:
+                xy, yaw = lane.start_pose
+                if np.linalg.norm(xy - near_xy) <= radius_m:
+                    ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, False))
+        return ports
+
+    def _next_port(self, ego_xy: np.ndarray, ego_yaw: float, route_end_lane: int | None) -> Port | None:
+        lookahead = self.config.lookahead_m
+        candidates = [p for p in self.open_ports(ego_xy, lookahead)
+                      if p.is_out and p.lane_id not in self._exhausted_ports]
+        if not candidates:
+            return None
+        for port in candidates:
+            if port.lane_id == route_end_lane:
+                return port
+        heading = np.array([np.cos(ego_yaw), np.sin(ego_yaw)])
+        ahead = [p for p in candidates if float(np.dot(p.xy - ego_xy, heading)) > 0.0]
+        if not ahead:
+            return None
+        return min(ahead, key=lambda p: (float(np.linalg.norm(p.xy - ego_xy)), p.lane_id))
+
+    def _generate_at(self, port: Port, agents_xy: np.ndarray) -> GeneratedTile:
+        frame = TileFrame(port.xy.copy(), port.yaw)
+        radius = TILE_SIZE_M / np.sqrt(2.0) + self.config.port_margin_m
+        ports = tuple(p for p in self.open_ports(port.xy, radius)
+                      if frame.contains(p.xy, self.config.port_margin_m)
+                      and p.lane_id not in self._exhausted_ports)
+        near_agents = agents_xy[np.linalg.norm(agents_xy - port.xy, axis=-1) < radius + 20.0] \
+            if len(agents_xy) else np.zeros((0, 2))
+        request = TileRequest(frame=frame, ports=ports, graph=self.graph, lane_ids=self.lane_ids,
+                              rng=self.rng, existing_agents_xy=near_agents)
+        t0 = time.perf_counter()
+        content = self.generator.generate(request)
+        latency_ms = (time.perf_counter() - t0) * 1e3
+        generated = self._commit(frame, content, latency_ms)
+        # A port the generator could not continue would be asked for again forever: remember it.
+        for p in ports:
+            lane = self.graph[p.lane_id] if p.lane_id in self.graph else None
+            if lane is not None and ((p.is_out and not lane.successors)
+                                     or (not p.is_out and not lane.predecessors)):
+                self._exhausted_ports.add(p.lane_id)
+        return generated
+
+    def _commit(self, frame: TileFrame, content: TileContent, latency_ms: float) -> GeneratedTile:
+        tile_id = self.tile_ids()
+        tile = Tile(id=tile_id, center_xy=frame.center_xy, yaw=float(frame.yaw), order=tile_id,
+                    generator=self.generator.name if not content.used_fallback else "procedural-fallback",
+                    lane_ids=tuple(lane.id for lane in content.lanes), latency_ms=latency_ms)
+        self.fallback_tiles += int(content.used_fallback)
+        lanes = [dataclasses.replace(lane, tile_id=tile_id) for lane in content.lanes]
+        self.graph.add(lanes)
+        for lane in lanes:
+            self.drivable.add(lane)
+        for a, b in content.links:
+            if a in self.graph and b in self.graph:
+                self.graph.connect(a, b)
+        self.tiles[tile_id] = tile
+        return GeneratedTile(tile, content)
+
+    # ----------------------------------------------------------------- queries
+    def lane_distance(self, xy: np.ndarray) -> float:
+        """Distance (m) from ``xy`` to the nearest lane centreline within 10 m (inf if none)."""
+        best = np.inf
+        for lane_id in self.graph.near(xy, 10.0):
+            lane = self.graph[lane_id]
+            d = geometry.point_segment_distance(xy[None], lane.points[:-1], lane.points[1:]).min()
+            best = min(best, float(d))
+        return best
+
