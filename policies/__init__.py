@@ -1,23 +1,47 @@
-"""NPC policies and built-in ego planners behind one batched interface (see policies.base)."""
+"""NPC policies and built-in ego planners behind one batched interface (see policies.base).
+
+Plug-ins register themselves by name when their module is imported; ``POLICY_MODULES`` says which
+module provides which name, so choosing ``idm`` never imports torch.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from policies.base import POLICIES, Policy, PolicyInput, make_policy, register_policy
 
-_PLUGINS = ("policies.idm", "policies.constant_velocity", "policies.log_replay", "policies.deltasim")
+POLICY_MODULES = {
+    "idm": "policies.idm",
+    "constant-velocity": "policies.constant_velocity",
+    "log-replay": "policies.log_replay",
+    "deltasim": "policies.deltasim",
+    "deltasim_unshaped": "policies.deltasim",
+}
+
+
+def load_policy_module(name: str) -> bool:
+    """Import the module that registers ``name``; False if it does not exist (yet)."""
+    module = POLICY_MODULES.get(name)
+    if module is None:
+        return name in POLICIES
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name != module:
+            raise
+        return False
+    return name in POLICIES
 
 
 def available_policies() -> list[str]:
-    """Import the policy plug-ins that exist (registering them) and list their names."""
-    for module in _PLUGINS:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as err:
-            if err.name != module:
-                raise
-    return sorted(POLICIES)
+    """Names of the policies whose modules exist."""
+    return sorted(n for n in POLICY_MODULES if n in POLICIES or _module_exists(POLICY_MODULES[n]))
 
 
-__all__ = ["Policy", "PolicyInput", "available_policies", "make_policy", "register_policy"]
+def _module_exists(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+__all__ = ["Policy", "PolicyInput", "available_policies", "load_policy_module", "make_policy",
+           "register_policy"]

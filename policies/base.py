@@ -62,8 +62,8 @@ def register_policy(name: str) -> Callable[[Callable[[], Policy]], Callable[[], 
 
 def make_policy(name: str) -> Policy:
     """Build a registered NPC policy by name; raises ConfigError naming the choices otherwise."""
-    from policies import available_policies
+    from policies import available_policies, load_policy_module
 
-    if name not in available_policies():
+    if not load_policy_module(name):
         raise ConfigError(f"unknown NPC policy {name!r}; choose one of {available_policies()}")
     return POLICIES[name]()

@@ -12,7 +12,8 @@ import importlib
 import numpy as np
 
 from policies.base import PolicyInput
-from policies.idm import IdmCore, IdmParams, advance_on_path
+from policies.idm import IdmCore, IdmParams
+from vectorworld import geometry
 from vectorworld.errors import ConfigError
 from vectorworld.sim.commands import EgoCommand, TrajectoryCommand
 
@@ -47,15 +48,19 @@ class IdmRoutePlanner(EgoPlanner):
         a, slot = inp.agents, inp.ego_slot
         plan = self.core.plan(inp, np.array([slot]))
         path, s, accel = plan.paths[0], float(plan.s[0]), float(plan.accel[0])
-        xy, yaw, speed = a.xy[slot].copy(), float(a.yaw[slot]), float(a.speed[slot])
-        poses = np.zeros((HORIZON_STEPS, 3))
-        for k in range(HORIZON_STEPS):
-            # Hold the acceleration for the first step, then relax towards cruising.
-            xy, yaw, v_next = advance_on_path(path, s, speed, accel if k == 0 else min(accel, 0.0),
-                                              inp.dt_s, xy, yaw)
-            s += v_next * inp.dt_s
-            speed = v_next
-            poses[k] = (xy[0], xy[1], yaw)
+        speed = float(a.speed[slot])
+        if path is None:
+            return TrajectoryCommand(np.tile([*a.xy[slot], a.yaw[slot]], (HORIZON_STEPS, 1)))
+        # Hold the acceleration for the first step, then never accelerate further (a cautious plan).
+        accel_k = np.where(np.arange(HORIZON_STEPS) == 0, accel, min(accel, 0.0))
+        speeds = np.maximum(speed + np.cumsum(accel_k) * inp.dt_s, 0.0)
+        s_k = np.minimum(s + np.cumsum(speeds) * inp.dt_s, path.length_m)
+        xy = geometry.interpolate_polyline(path.points, path.s, s_k)
+        ahead = geometry.interpolate_polyline(path.points, path.s, s_k + 0.5)
+        behind = geometry.interpolate_polyline(path.points, path.s, np.maximum(s_k - 0.5, 0.0))
+        d = ahead - behind
+        yaw = np.arctan2(d[:, 1], d[:, 0])
+        poses = np.concatenate([xy, yaw[:, None]], -1)
         return TrajectoryCommand(poses)
 
 

@@ -156,10 +156,9 @@ def register_generator(name: str) -> Callable[[Callable[..., TileGenerator]], Ca
 def make_generator(name: str, **kwargs: object) -> TileGenerator:
     """Build a registered generator by name; raises ConfigError for an unknown name."""
     from vectorworld.errors import ConfigError
-    from vectorworld.generation import available_generators
+    from vectorworld.generation import available_generators, load_generator_module
 
-    available_generators()
-    if name not in GENERATORS:
-        raise ConfigError(f"unknown generator {name!r}; choose one of {sorted(GENERATORS)}")
+    if not load_generator_module(name):
+        raise ConfigError(f"unknown generator {name!r}; choose one of {available_generators()}")
     return GENERATORS[name](**kwargs)
 

@@ -59,7 +59,7 @@ class DrivableGrid:
         offsets = np.stack(np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1),
                                        indexing="ij"), -1).reshape(-1, 2)
         base = np.floor(centres / self.cell_m).astype(np.int64)
-        cand = np.unique((base[:, None, :] + offsets[None]).reshape(-1, 2), axis=0)
+        cand = _unique_cells((base[:, None, :] + offsets[None]).reshape(-1, 2))
         cell_centres = (cand + 0.5) * self.cell_m
         # Keep the cells whose centre lies within ``radius`` of the centreline (capped at the lane ends).
         keep = np.zeros(len(cand), bool)
@@ -74,13 +74,24 @@ class DrivableGrid:
         chunk, local = cells
         if len(chunk) == 0:
             return
-        keys, inverse = np.unique(chunk, axis=0, return_inverse=True)
-        for k, key in enumerate(keys):
+        codes = _cell_codes(chunk)
+        for code in np.unique(codes):
+            sel = local[codes == code]
+            key = chunk[np.argmax(codes == code)]
             tkey = (int(key[0]), int(key[1]))
             grid = self._chunks.get(tkey)
             if grid is None:
                 grid = self._chunks[tkey] = np.zeros((CHUNK_CELLS, CHUNK_CELLS), np.int16)
-            sel = local[inverse.ravel() == k]
             np.add.at(grid, (sel[:, 0], sel[:, 1]), delta)
             if delta < 0 and not grid.any():
                 del self._chunks[tkey]
+
+
+def _cell_codes(cells: np.ndarray) -> np.ndarray:
+    """One int64 per integer cell pair (N, 2), for fast 1-D unique/compare."""
+    return (cells[:, 0] + (1 << 31)) * (1 << 32) + (cells[:, 1] + (1 << 31))
+
+
+def _unique_cells(cells: np.ndarray) -> np.ndarray:
+    _, first = np.unique(_cell_codes(cells), return_index=True)
+    return cells[np.sort(first)]
