@@ -1,0 +1,103 @@
+"""IDM behaviour: stops behind a stopped car, never rear-ends, yields at a junction."""
+
+import dataclasses
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policies.base import PolicyInput
+from policies.idm import IdmPolicy
+from vectorworld import geometry
+from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
+from vectorworld.sim.dynamics import apply_deltas
+
+
+def straight_graph(length_m: float = 400.0) -> LaneGraph:
+    graph = LaneGraph()
+    xs = np.linspace(0.0, length_m, 201)
+    graph.add([Lane(1, np.stack([xs, np.zeros_like(xs)], -1), speed_limit_mps=15.0)])
+    return graph
+
+
+def make_agents(xs, speeds, ys=None, yaws=None) -> Agents:
+    n = len(xs)
+    a = Agents.empty(n + 1)
+    arrays = {f.name: getattr(a, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][:n] = np.arange(n)
+    arrays["valid"][:n] = True
+    arrays["agent_type"][:n] = 1
+    arrays["xy"][:n, 0] = xs
+    if ys is not None:
+        arrays["xy"][:n, 1] = ys
+    if yaws is not None:
+        arrays["yaw"][:n] = yaws
+    arrays["speed"][:n] = speeds
+    arrays["length"][:n], arrays["width"][:n] = 4.6, 2.0
+    return Agents(**arrays)
+
+
+def simulate(graph, agents, routes, controlled, steps):
+    policy, rng = IdmPolicy(), np.random.default_rng(0)
+    min_gap = np.inf
+    for step in range(steps):
+        inp = PolicyInput(agents, controlled, graph, routes, ego_slot=len(agents.id) - 1, step=step)
+        deltas = policy.act(inp, rng)
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
+        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy),
+                                   np.where(controlled, yaw, agents.yaw), np.where(controlled, speed, agents.speed))
+        min_gap = min(min_gap, agents.xy[1, 0] - agents.xy[0, 0] - 4.6)
+    return agents, min_gap
+
+
+def test_stops_behind_stopped_car():
+    graph = straight_graph()
+    agents = make_agents([0.0, 80.0], [12.0, 0.0])
+    controlled = np.array([True, False, False])
+    agents, min_gap = simulate(graph, agents, {0: [1], 1: [1]}, controlled, 300)
+    assert agents.speed[0] < 0.05
+    assert 1.5 < min_gap < 6.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.floats(0.0, 15.0), st.floats(20.0, 120.0), st.floats(0.0, 10.0))
+def test_never_rear_ends_braking_leader(v_follow, gap, v_lead):
+    """The leader (not IDM) brakes at 4 m/s^2 to a stop; the IDM follower must not touch it."""
+    graph = straight_graph(600.0)
+    agents = make_agents([0.0, gap + 4.6], [v_follow, v_lead])
+    policy, rng = IdmPolicy(), np.random.default_rng(0)
+    controlled = np.array([True, False, False])
+    for step in range(250):
+        inp = PolicyInput(agents, controlled, graph, {0: [1], 1: [1]}, ego_slot=2, step=step)
+        deltas = policy.act(inp, rng)
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
+        lead_v = max(agents.speed[1] - 0.4, 0.0)
+        xy[1] = agents.xy[1] + [lead_v * 0.1, 0.0]
+        speed[1] = lead_v
+        agents = agents.with_state(xy, yaw, speed)
+        assert agents.xy[1, 0] - agents.xy[0, 0] > 4.6, f"rear-ended at step {step}"
+
+
+def test_yields_to_agent_on_conflicting_connector():
+    """Two connectors cross; the agent already on one has the right of way."""
+    graph = LaneGraph()
+    xs = np.linspace(0, 30, 16)
+    graph.add([
+        Lane(1, np.stack([xs - 30, np.zeros(16)], -1)),
+        Lane(2, np.stack([xs, np.zeros(16)], -1), lane_type=LaneType.CONNECTOR),
+        Lane(3, np.stack([np.full(16, 15.0), xs - 15], -1), lane_type=LaneType.CONNECTOR),
+    ])
+    graph.connect(1, 2)
+    agents = make_agents([-15.0, 15.0], [8.0, 2.0], ys=[0.0, -10.0], yaws=[0.0, np.pi / 2])
+    routes = {0: [1, 2], 1: [3]}
+    controlled = np.array([True, False, False])
+    policy = IdmPolicy()
+    for step in range(80):
+        inp = PolicyInput(agents, controlled, graph, routes, ego_slot=2, step=step)
+        deltas = policy.act(inp, np.random.default_rng(0))
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
+        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy), agents.yaw,
+                                   np.where(controlled, speed, agents.speed))
+    s, _, _ = geometry.project_to_polyline(agents.xy[:1], graph[1].points)
+    assert agents.xy[0, 0] + 2.3 < 0.0 and agents.speed[0] < 0.1, "entered the junction without right of way"
+    assert s[0] > 15.0

@@ -1,0 +1,99 @@
+"""The Session: a short closed loop, determinism, command validation, episode end."""
+
+import numpy as np
+import pytest
+
+import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
+from vectorworld.errors import CommandError, ConfigError, EpisodeFinishedError, StepMismatchError
+from vectorworld.sim.commands import ControlCommand, StateCommand, TrajectoryCommand
+from vectorworld.sim.session import Session, SessionConfig
+
+
+def short_config(**kw) -> SessionConfig:
+    return SessionConfig(generator="test-straight", target_km=kw.pop("target_km", 0.1), **kw)
+
+
+def drive(config: SessionConfig) -> tuple[dict, list[np.ndarray]]:
+    session = Session(config)
+    obs = session.reset()
+    states = []
+    while not obs.done:
+        obs = session.step()
+        states.append(session.agents.xy.copy())
+    return session.report(), states
+
+
+def test_short_episode_reaches_goal_and_streams_tiles():
+    report, _ = drive(short_config(target_km=0.2))
+    assert report["completed"] and report["end_reason"] == "goal_reached"
+    assert report["km"] >= 0.2 and report["tiles"] >= 5
+    assert report["ego_collisions"] == 0 and report["kinematic_infeasibility_rate"] == 0.0
+
+
+def test_same_seed_same_states():
+    r1, s1 = drive(short_config(seed=3))
+    r2, s2 = drive(short_config(seed=3))
+    assert len(s1) == len(s2) and all(np.array_equal(a, b) for a, b in zip(s1, s2, strict=True))
+    timing = {"wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms"}
+    assert {k: v for k, v in r1.items() if k not in timing} == {k: v for k, v in r2.items() if k not in timing}
+
+
+def test_memory_bounded_tiles_retired():
+    session = Session(short_config(target_km=0.6))
+    obs = session.reset()
+    peak = 0
+    while not obs.done:
+        obs = session.step()
+        peak = max(peak, len(session.world.tiles))
+    assert len(session.world.tiles) <= peak <= 12
+
+
+@pytest.mark.parametrize("command, field", [
+    (ControlCommand(float("nan"), 0.0), "control.accel_mps2"),
+    (ControlCommand(0.0, 3.0), "control.steering_rad"),
+    (TrajectoryCommand(np.full((5, 3), np.inf)), "trajectory.poses[0]"),
+    (TrajectoryCommand(np.zeros((4, 2))), "trajectory.poses"),
+    (StateCommand(1e6, 0.0, 0.0, 1.0), "state moves"),
+])
+def test_bad_commands_name_the_field(command, field):
+    session = Session(short_config())
+    session.reset()
+    with pytest.raises(CommandError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        session.step(command)
+    assert session.step_index == 0  # nothing was applied
+
+
+def test_control_and_state_commands_move_the_ego():
+    session = Session(short_config())
+    obs = session.reset()
+    x0 = obs.agents.xy[0].copy()
+    obs = session.step(ControlCommand(1.0, 0.0))
+    assert obs.agents.xy[0, 0] > x0[0]
+    obs = session.step(StateCommand(float(x0[0]) + 5.0, float(x0[1]), 0.0, 3.0))
+    assert np.allclose(obs.agents.xy[0], [x0[0] + 5.0, x0[1]])
+
+
+def test_stale_step_and_finished_episode_refused():
+    session = Session(short_config(max_steps=3))
+    session.reset()
+    session.step(expected_step=0)
+    with pytest.raises(StepMismatchError):
+        session.step(expected_step=0)
+    session.step()
+    obs = session.step()
+    assert obs.truncated and obs.end_reason.value == "max_steps"
+    with pytest.raises(EpisodeFinishedError):
+        session.step()
+
+
+@pytest.mark.parametrize("km", [0.0, -1.0, float("nan"), float("inf")])
+def test_bad_km_rejected(km):
+    with pytest.raises(ConfigError, match="--km"):
+        Session(short_config(target_km=km))
+
+
+def test_unknown_policy_and_generator_rejected():
+    with pytest.raises(ConfigError, match="NPC policy"):
+        Session(short_config(npc_policy="nope"))
+    with pytest.raises(ConfigError, match="generator"):
+        Session(SessionConfig(generator="nope"))

@@ -1,0 +1,69 @@
+"""Benchmark closed-loop rollouts: real-time factor, agent-steps/s, tile latency, peak memory.
+
+Usage: python tools/bench_rollout.py [--km 1 10] [--seed 0] [--generator procedural] [--npc idm]
+
+Each distance runs in a fresh subprocess so peak RSS (ru_maxrss) is measured per rollout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+
+def one(km: float, seed: int, generator: str, npc: str) -> dict:
+    import numpy as np
+
+    from vectorworld.sim.session import Session, SessionConfig
+
+    session = Session(SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc))
+    obs = session.reset()
+    agent_steps = 0
+    t0 = time.perf_counter()
+    while not obs.done:
+        obs = session.step()
+        agent_steps += int(session.agents.valid.sum())
+    wall = time.perf_counter() - t0
+    report = session.report()
+    tiles = np.array(session.metrics.tile_ms)
+    return {"km": report["km"], "end_reason": report["end_reason"], "steps": report["steps"],
+            "sim_s": report["sim_s"], "wall_s": round(wall, 2), "rtf": round(report["sim_s"] / wall, 1),
+            "agent_steps_per_s": round(agent_steps / wall), "mean_agents": round(agent_steps / report["steps"], 1),
+            "tiles": len(tiles), "tile_ms_p50": round(float(np.percentile(tiles, 50)), 2),
+            "tile_ms_p95": round(float(np.percentile(tiles, 95)), 2),
+            "npc_policy_ms": round(report["npc_policy_ms"], 3),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--km", type=float, nargs="+", default=[1.0, 10.0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--generator", default="procedural")
+    parser.add_argument("--npc", default="idm")
+    parser.add_argument("--one", type=float, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(one(args.one, args.seed, args.generator, args.npc)))
+        return
+    rows = []
+    for km in args.km:
+        out = subprocess.run([sys.executable, __file__, "--one", str(km), "--seed", str(args.seed),
+                              "--generator", args.generator, "--npc", args.npc],
+                             check=True, capture_output=True, text=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    keys = list(rows[0])
+    print(" | ".join(keys))
+    for r in rows:
+        print(" | ".join(str(r[k]) for k in keys))
+    if len(rows) > 1:
+        print(f"peak memory difference {rows[-1]['km']:.1f} km vs {rows[0]['km']:.1f} km: "
+              f"{rows[-1]['peak_rss_mb'] - rows[0]['peak_rss_mb']:+.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
