@@ -51,6 +51,9 @@ class SessionConfig:
     max_steps: int | None = None
     terminate_on_collision: bool = True
     ego_start_speed_mps: float = 6.0
+    scenario: str | None = None
+    """Start from a log: ``womd:PATH[#INDEX]`` or ``nuplan:DB[#SCENE]`` (None: a generated world)."""
+    nuplan_maps_dir: str | None = None
     world: WorldConfig = field(default_factory=WorldConfig)
 
     def validate(self) -> SessionConfig:
@@ -65,6 +68,8 @@ class SessionConfig:
             raise ConfigError(f"observation_radius_m must be positive, got {self.observation_radius_m}")
         if self.max_steps is not None and self.max_steps < 1:
             raise ConfigError(f"max_steps must be >= 1, got {self.max_steps}")
+        if self.npc_policy == "log-replay" and self.scenario is None:
+            raise ConfigError("--npc log-replay needs a log to replay: add --scenario womd:PATH or nuplan:DB")
         return self
 
     @property
@@ -80,9 +85,14 @@ class Session:
                  npc_policy: Policy | None = None) -> None:
         self.config = config.validate()
         self.generator = make_generator(config.generator)
-        self.npc_policy = npc_policy or make_policy(config.npc_policy)
+        self.log_replay = config.npc_policy == "log-replay"
+        self.npc_policy = npc_policy or (None if self.log_replay else make_policy(config.npc_policy))
         self.planner = planner or load_planner(config.planner)
-        self.frames_enabled = False
+        self.scenario = None
+        if config.scenario is not None:
+            from vectorworld.data.sources import load_scenario
+
+            self.scenario = load_scenario(config.scenario, nuplan_maps_dir=config.nuplan_maps_dir)
         self._reset_state()
 
     # ----------------------------------------------------------------- lifecycle
@@ -99,6 +109,7 @@ class Session:
         self.step_index = 0
         self.end_reason = EndReason.NONE
         self.ego_slot = 0
+        self.ego_id = 0
         self.ego_plan = np.zeros((0, 3))
         self.wall_s = 0.0
         self._last_step_metrics = StepMetrics()
@@ -110,11 +121,43 @@ class Session:
         self.closed = False
 
     def reset(self) -> Observation:
-        """Start the episode: first tile, the ego on its right-most lane, first spawns."""
+        """Start the episode: from the log if one is configured, else a first tile with the ego on it."""
         self._reset_state()
-        self.npc_policy.reset()
+        if self.npc_policy is not None:
+            self.npc_policy.reset()
         self.planner.reset()
         t0 = time.perf_counter()
+        if self.scenario is not None:
+            self._start_from_log()
+        else:
+            self._start_generated()
+        self._cover()
+        self.wall_s += time.perf_counter() - t0
+        return self.observe()
+
+    def _start_from_log(self) -> None:
+        """Real map as known world, real agents with their real history; the ego is the SDC."""
+        sc = self.scenario
+        if sc.sdc_index < 0:
+            raise ConfigError(f"scenario {sc.scenario_id} has no ego (SDC) track to drive")
+        self.world.add_known_map(list(sc.map.lanes.lanes.values()))
+        capacity = max(self.config.agent_capacity, sc.tracks.num_tracks + 32)
+        self.agents = sc.agents_at(capacity=capacity)
+        self.ego_id = int(sc.tracks.ids[sc.sdc_index])
+        self.ego_slot = self.agents.slot_of(self.ego_id)
+        self.spawns.next_id = int(max(sc.tracks.ids.max() + 1, 1))
+        self.tracker = MetricTracker(capacity, DT_S)
+        for slot in np.nonzero(self.agents.valid)[0]:
+            agent_id = int(self.agents.id[slot])
+            lane_id, dist = self.world.graph.nearest(self.agents.xy[slot], float(self.agents.yaw[slot]), 4.0)
+            if lane_id >= 0 and (self.agents.agent_type[slot] != AgentType.PEDESTRIAN):
+                self.routes.assign(agent_id, lane_id)
+                self.routes.extend(self.world.graph, self.route_rng, agent_id,
+                                   choose="straight" if agent_id == self.ego_id else "random")
+        if not self.routes.get(self.ego_id):
+            raise ConfigError(f"scenario {sc.scenario_id}: the ego is not on any lane of the map")
+
+    def _start_generated(self) -> None:
         first = self.world.start()
         self._pending_tiles.append(first.tile)
         self._pending_lanes.extend(first.content.lanes)
@@ -123,12 +166,9 @@ class Session:
         start_xy, start_yaw = self._point_on(ego_lane, 8.0)
         self.agents = place_ego(self.agents, self.ego_slot, start_xy, start_yaw,
                                 self.config.ego_start_speed_mps)
-        self.routes.assign(0, ego_lane.id)
-        self.routes.extend(self.world.graph, self.route_rng, 0)
+        self.routes.assign(self.ego_id, ego_lane.id)
+        self.routes.extend(self.world.graph, self.route_rng, self.ego_id)
         self._spawn(first.content.agents)
-        self._cover()
-        self.wall_s += time.perf_counter() - t0
-        return self.observe()
 
     def close(self) -> None:
         self.closed = True
@@ -157,13 +197,17 @@ class Session:
         npc_mask = before.valid.copy()
         npc_mask[self.ego_slot] = False
         t_npc = time.perf_counter()
-        deltas = self.npc_policy.act(dataclasses.replace(inp, controlled=npc_mask), self.npc_rng)
+        if self.log_replay:
+            xy, yaw, speed, valid = self._replayed(before)
+        else:
+            deltas = self.npc_policy.act(dataclasses.replace(inp, controlled=npc_mask), self.npc_rng)
+            xy, yaw, speed = apply_deltas(before.xy, before.yaw, before.speed, deltas, DT_S)
+            valid = before.valid
         self._npc_ms_step = (time.perf_counter() - t_npc) * 1e3
         self.metrics.npc_policy_ms.append(self._npc_ms_step)
-        xy, yaw, speed = apply_deltas(before.xy, before.yaw, before.speed, deltas, DT_S)
         ego_xy, ego_yaw, ego_speed = self._ego_next(command)
         xy[self.ego_slot], yaw[self.ego_slot], speed[self.ego_slot] = ego_xy, ego_yaw, ego_speed
-        self.agents = before.with_state(xy, yaw, speed)
+        self.agents = dataclasses.replace(before, valid=valid).with_state(xy, yaw, speed)
         self.step_index += 1
         step_metrics = self.tracker.step(before, self.agents, self.ego_slot, before.valid & self.agents.valid,
                                          self.world.drivable)
@@ -195,9 +239,28 @@ class Session:
             accel, steering = command.accel_mps2, command.steering_rad
         return bicycle_step(xy, yaw, speed, accel, steering, DT_S)
 
+    def _replayed(self, before: Agents) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Log replay: every track moves to its logged state of the next step (hidden where invalid)."""
+        sc = self.scenario
+        t = sc.current_index + self.step_index + 1
+        xy, yaw, speed = before.xy.copy(), before.yaw.copy(), before.speed.copy()
+        valid = before.valid.copy()
+        if t >= sc.num_steps:
+            return xy, yaw, speed, valid
+        slots = np.nonzero(np.isin(before.id, sc.tracks.ids) & (np.arange(before.capacity) != self.ego_slot))[0]
+        order = np.argsort(sc.tracks.ids)
+        rows = order[np.searchsorted(sc.tracks.ids, before.id[slots], sorter=order)]
+        xy[slots] = sc.tracks.xy[rows, t]
+        yaw[slots] = sc.tracks.yaw[rows, t]
+        speed[slots] = sc.tracks.speed[rows, t]
+        valid[slots] = sc.tracks.valid[rows, t]
+        return xy, yaw, speed, valid
+
     def _update_end(self, m: StepMetrics) -> None:
         if self.config.terminate_on_collision and m.ego_collided_ids:
             self.end_reason = EndReason.COLLISION
+        elif self.log_replay and self.scenario.current_index + self.step_index + 1 >= self.scenario.num_steps:
+            self.end_reason = EndReason.LOG_ENDED
         elif self.metrics.distance_m >= self.config.target_km * 1000.0:
             self.end_reason = EndReason.GOAL_REACHED
         elif self.step_index >= self.config.step_limit:
@@ -206,7 +269,7 @@ class Session:
     # ----------------------------------------------------------------- world upkeep
     def _cover(self) -> None:
         e = self.ego_slot
-        route = self.routes.get(0)
+        route = self.routes.get(self.ego_id)
         new = self.world.ensure_coverage(self.agents.xy[e], float(self.agents.yaw[e]),
                                          route[-1] if route else None, self.agents.xy[self.agents.valid])
         self._tile_ms_step = sum(g.tile.latency_ms for g in new)
@@ -216,7 +279,7 @@ class Session:
             self._pending_lanes.extend(self.world.graph[lane.id] for lane in generated.content.lanes)
             self._spawn(generated.content.agents)
         if new:
-            self.routes.extend(self.world.graph, self.route_rng, 0)
+            self.routes.extend(self.world.graph, self.route_rng, self.ego_id)
 
     def _spawn(self, spawns) -> None:  # noqa: ANN001 - AgentSpawns
         ego_xy = self.agents.xy[self.ego_slot]
@@ -260,7 +323,7 @@ class Session:
             lane = self.world.graph[lane_id]
             if (np.linalg.norm(lane.points - ego_xy, axis=-1) <= radius).any():
                 lanes.append(lane)
-        route = tuple(i for i in self.routes.get(0) if i in self.world.graph)
+        route = tuple(i for i in self.routes.get(self.ego_id) if i in self.world.graph)
         polyline = build_path(self.world.graph, route).points if route else np.zeros((0, 2))
         return Observation(step=self.step_index, sim_time_us=self.step_index * int(DT_S * 1e6),
                            agents=visible, ego_slot=0, lanes=tuple(lanes), route_lane_ids=route,
@@ -272,7 +335,7 @@ class Session:
 
     def frame(self) -> Frame:
         """The full world state of the current step (for recordings and the debugger)."""
-        policy_of = np.where(self.agents.valid, 1, -1).astype(np.int8)
+        policy_of = np.where(self.agents.valid, 2 if self.log_replay else 1, -1).astype(np.int8)
         policy_of[self.ego_slot] = 0
         return Frame(step=self.step_index, sim_time_us=self.step_index * int(DT_S * 1e6),
                      agents=self.agents, ego_slot=self.ego_slot, policy_of=policy_of,
