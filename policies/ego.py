@@ -51,8 +51,8 @@ class IdmRoutePlanner(EgoPlanner):
         speed = float(a.speed[slot])
         if path is None:
             return TrajectoryCommand(np.tile([*a.xy[slot], a.yaw[slot]], (HORIZON_STEPS, 1)))
-        # Hold the acceleration for the first step, then never accelerate further (a cautious plan).
-        accel_k = np.where(np.arange(HORIZON_STEPS) == 0, accel, min(accel, 0.0))
+        # Hold IDM's acceleration for 1 s, then cruise (IDM re-plans every step anyway).
+        accel_k = np.where(np.arange(HORIZON_STEPS) < 10, accel, 0.0)
         speeds = np.maximum(speed + np.cumsum(accel_k) * inp.dt_s, 0.0)
         s_k = np.minimum(s + np.cumsum(speeds) * inp.dt_s, path.length_m)
         xy = geometry.interpolate_polyline(path.points, path.s, s_k)

@@ -59,6 +59,15 @@ def register(app: typer.Typer) -> None:
         planner: str = typer.Option("idm", "--planner", help="Ego planner: idm | module:Class."),
         generator: str = typer.Option("procedural", "--generator", help="Tile generator."),
         max_steps: int | None = typer.Option(None, "--max-steps", help="Step limit per episode."),
+        workers: int = typer.Option(1, "--workers", help="Run episodes in this many local processes."),
+        ray: str | None = typer.Option(None, "--ray", metavar="ADDRESS",
+                                       help="Run episodes as Ray tasks: local (start Ray here) | auto | "
+                                            "ray://HOST:PORT."),
+        ray_cpus: float = typer.Option(1.0, "--ray-cpus-per-task", help="CPUs Ray reserves per episode."),
+        ray_gpus: float = typer.Option(0.0, "--ray-gpus-per-task", help="GPUs Ray reserves per episode."),
+        out_dir: Path | None = typer.Option(None, "--out-dir", help="Stream episodes and write a report "
+                                            "directory here (summary, CSV, plots)."),
+        resume: bool = typer.Option(False, "--resume", help="Skip the episodes --out-dir already holds."),
     ) -> None:
         """Drive closed-loop episodes through a streaming generated world and report metrics."""
         from policies import make_policy
@@ -81,6 +90,10 @@ def register(app: typer.Typer) -> None:
             make_generator(generator)
         except (VectorWorldError, ValueError) as err:
             raise bad_input(err) from None
+        if workers != 1 or ray is not None or out_dir is not None or resume:
+            backend = _batch_backend(workers, ray, ray_cpus, ray_gpus, record, out_dir, resume)
+            _run_batch(config, episodes, backend, out_dir, resume, record, out)
+            return
 
         progress, task = _progress(episodes * km)
         done_km = [0.0]
@@ -119,3 +132,97 @@ def _progress(total_km: float):  # noqa: ANN202 - rich types stay lazy
     progress = Progress(TextColumn("rollout"), BarColumn(), TextColumn("{task.completed:.2f}/{task.total} km"),
                         TimeRemainingColumn(), transient=True)
     return progress, progress.add_task("rollout", total=total_km)
+
+
+def _batch_backend(workers: int, ray: str | None, ray_cpus: float, ray_gpus: float, record: Path | None,
+                   out_dir: Path | None, resume: bool):  # noqa: ANN202 - batch types stay lazy
+    """Check the batch options (exit 2 naming the option) and build the backend."""
+    from vectorworld.batch.backends import LocalPoolBackend, SerialBackend
+
+    if workers < 1:
+        raise fail(f"--workers must be >= 1, got {workers}")
+    if resume and out_dir is None:
+        raise fail("--resume needs --out-dir (the batch to continue)")
+    if out_dir is not None:
+        if out_dir.exists() and not out_dir.is_dir():
+            raise fail(f"--out-dir: {out_dir} is not a directory")
+        check_writable("--out-dir", out_dir / "episodes.jsonl" if out_dir.is_dir() else out_dir)
+    if ray is None:
+        return LocalPoolBackend(workers) if workers > 1 else SerialBackend()
+    from vectorworld.batch.ray_backend import RayBackend
+
+    if ray.startswith("-") or not ray:
+        raise fail(f"--ray needs an address: local | auto | ray://HOST:PORT, got {ray!r}")
+    if record is not None:
+        raise fail("--record is not supported with --ray (recordings would stay on the worker nodes)")
+    if not (math.isfinite(ray_cpus) and ray_cpus > 0 and math.isfinite(ray_gpus) and ray_gpus >= 0):
+        raise fail(f"--ray-cpus-per-task must be > 0 and --ray-gpus-per-task >= 0, got {ray_cpus}, {ray_gpus}")
+    try:
+        RayBackend.check_available()
+    except VectorWorldError as err:
+        raise bad_input(err) from None
+    return RayBackend(ray, ray_cpus, ray_gpus, max_workers=workers if workers > 1 else None)
+
+
+def _run_batch(config, episodes: int, backend, out_dir: Path | None, resume: bool,  # noqa: ANN001
+               record: Path | None, out: Path | None) -> None:
+    """``rollout`` with --workers/--ray/--out-dir: run the batch, print the aggregate table, set the exit code."""
+    from vectorworld.batch.runner import run_batch
+    from vectorworld.cli.report_command import print_run_table
+    from vectorworld.errors import ConfigError
+    from vectorworld.sim.rollout import write_json_atomic
+
+    bar = _EpisodeProgress(episodes)
+    try:
+        result = run_batch(config, episodes, backend, out_dir, resume, record, on_result=bar.advance,
+                           on_start=bar.start)
+    except ConfigError as err:
+        raise bad_input(err) from None
+    except VectorWorldError as err:
+        raise fail(str(err), 1) from None
+    finally:
+        bar.stop()
+    if result.skipped:
+        typer.echo(f"resumed: {len(result.skipped)} episodes already in {out_dir}, ran {len(result.ran)}")
+    print_run_table(result.records, f"rollout ({backend.describe()['backend']})")
+    for warning in result.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if out is not None:
+        write_json_atomic(out, result.legacy_report())
+        typer.echo(f"report written to {out}")
+    if out_dir is not None:
+        typer.echo(f"report directory: {out_dir}")
+    if result.interrupted:
+        typer.echo("interrupted: kept the episodes already finished (continue with --resume)", err=True)
+        raise typer.Exit(130)
+    if result.failed:
+        raise fail(f"{len(result.failed)} of {episodes} episodes failed", 1)
+
+
+class _EpisodeProgress:
+    """A progress bar over episodes with ETA (stderr, only on a TTY)."""
+
+    def __init__(self, episodes: int) -> None:
+        self.episodes = episodes
+        self.failed = 0
+        self.progress = None
+        self.task = None
+
+    def start(self, done: int, to_run: int) -> None:
+        if not sys.stderr.isatty():
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(), transient=True)
+        self.task = self.progress.add_task("episodes", total=self.episodes, completed=done, failed=0)
+        self.progress.start()
+
+    def advance(self, record: dict[str, Any]) -> None:
+        self.failed += "error" in record
+        if self.progress is not None:
+            self.progress.update(self.task, advance=1, failed=self.failed)
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()

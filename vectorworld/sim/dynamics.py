@@ -62,11 +62,10 @@ def apply_deltas(xy: np.ndarray, yaw: np.ndarray, speed: np.ndarray, deltas: np.
 
 @dataclass(frozen=True)
 class TrackerGains:
-    """Pure-pursuit steering and proportional speed tracking."""
+    """Pure-pursuit steering; speed is tracked feed-forward to the first pose."""
 
     lookahead_min_m: float = 4.0
     lookahead_time_s: float = 0.6
-    speed_gain: float = 2.0
 
 
 def track_trajectory(xy: np.ndarray, yaw: float, speed: float, poses: np.ndarray, dt_s: float,
@@ -74,10 +73,10 @@ def track_trajectory(xy: np.ndarray, yaw: float, speed: float, poses: np.ndarray
                      gains: TrackerGains = TrackerGains()) -> tuple[float, float]:
     """(accel, steering) that follows ``poses`` (T, 3) given at dt_s, 2*dt_s, ... from now."""
     path = np.vstack([xy, poses[:, :2]])
-    target_speed = float(np.linalg.norm(poses[0, :2] - xy) / dt_s)
-    if len(poses) > 1:
-        target_speed = float(np.linalg.norm(poses[1, :2] - poses[0, :2]) / dt_s)
-    accel = gains.speed_gain * (target_speed - speed)
+    heading = np.array([np.cos(yaw), np.sin(yaw)])
+    # Feed-forward: the speed that reaches the first pose in one step (along the heading).
+    target_speed = max(float((poses[0, :2] - xy) @ heading) / dt_s, 0.0)
+    accel = (target_speed - speed) / dt_s
     if target_speed < 0.05 and speed < 0.5:
         return -limits.max_decel_mps2, 0.0
     lookahead = max(gains.lookahead_min_m, gains.lookahead_time_s * speed)

@@ -101,6 +101,12 @@ class MetricTracker:
         self._npc_contact[:, slots] = False
         self._npc_offroad[slots] = False
 
+    def prime(self, agents: Agents, ego_slot: int, drivable: DrivableGrid) -> None:
+        """Remember the initial contacts and off-road agents (e.g. parked cars in a log) so that only
+        events that happen during the episode count."""
+        self.step(agents, agents, ego_slot, np.zeros(agents.capacity, bool), drivable)
+        self._ego_accel = None
+
     def step(self, before: Agents, after: Agents, ego_slot: int, moved: np.ndarray,
              drivable: DrivableGrid) -> StepMetrics:
         """``moved``: (C,) bool, agents that existed before the step and still exist (kinematics apply)."""
@@ -129,7 +135,7 @@ class MetricTracker:
         if not mask.any():
             return 0, 0
         dt = self.dt_s
-        local = geometry.to_local(after.xy[mask][:, None], before.xy[mask], before.yaw[mask])[:, 0]
+        local = geometry.to_local(after.xy[mask], before.xy[mask], before.yaw[mask])  # row-wise frames
         speed_now = after.speed[mask]
         speed_before = before.speed[mask]
         a_long = (speed_now - speed_before) / dt

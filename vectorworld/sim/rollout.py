@@ -28,10 +28,11 @@ SUMMARY_MEAN_FIELDS = ("km", "ego_offroad_rate", "npc_collisions_per_km", "npc_o
 
 
 def run_episode(config: SessionConfig, record_path: Path | None = None,
-                on_progress: StepCallback | None = None) -> dict[str, Any]:
+                on_progress: StepCallback | None = None, tile_samples: bool = False) -> dict[str, Any]:
     """Drive one episode with the built-in planner; return its report (DESIGN.md section 7 fields).
 
     ``on_progress`` receives the ego's km so far after every step. ``record_path`` writes a recording.
+    ``tile_samples`` adds ``tile_ms_samples``: every tile generation latency (ms), for histograms.
     """
     session = Session(config)
     writer = None
@@ -50,6 +51,8 @@ def run_episode(config: SessionConfig, record_path: Path | None = None,
             if on_progress is not None:
                 on_progress(obs.km)
         report = session.report()
+        if tile_samples:
+            report["tile_ms_samples"] = [round(float(ms), 3) for ms in session.metrics.tile_ms]
         if writer is not None:
             writer.close(report)
             writer = None

@@ -132,6 +132,7 @@ class Session:
         else:
             self._start_generated()
         self._cover()
+        self.tracker.prime(self.agents, self.ego_slot, self.world.drivable)
         self.wall_s += time.perf_counter() - t0
         return self.observe()
 
@@ -150,7 +151,10 @@ class Session:
         for slot in np.nonzero(self.agents.valid)[0]:
             agent_id = int(self.agents.id[slot])
             lane_id, dist = self.world.graph.nearest(self.agents.xy[slot], float(self.agents.yaw[slot]), 4.0)
-            if lane_id >= 0 and (self.agents.agent_type[slot] != AgentType.PEDESTRIAN):
+            on_lane = lane_id >= 0 and dist <= 2.0 and _aligned(self.world.graph[lane_id], self.agents.xy[slot],
+                                                                 float(self.agents.yaw[slot]))
+            # Agents off the lanes (parked, in lots) get no route: lane-following policies hold them still.
+            if (on_lane or agent_id == self.ego_id) and self.agents.agent_type[slot] != AgentType.PEDESTRIAN:
                 self.routes.assign(agent_id, lane_id)
                 self.routes.extend(self.world.graph, self.route_rng, agent_id,
                                    choose="straight" if agent_id == self.ego_id else "random")
@@ -372,6 +376,11 @@ class Session:
         pts = geometry.interpolate_polyline(lane.points, lane.arc_length, np.array([s, s + 0.5]))
         d = pts[1] - pts[0]
         return pts[0], float(np.arctan2(d[1], d[0]))
+
+
+def _aligned(lane: Lane, xy: np.ndarray, yaw: float, max_rad: float = 0.5) -> bool:
+    _, _, heading = geometry.project_to_polyline(xy[None], lane.points)
+    return abs(float(geometry.wrap_angle(yaw - heading[0]))) <= max_rad
 
 
 def place_ego(agents: Agents, slot: int, xy: np.ndarray, yaw: float, speed: float) -> Agents:

@@ -53,22 +53,18 @@ class DrivableGrid:
         return out.reshape(np.shape(xy)[:-1])
 
     def _corridor_cells(self, lane: Lane) -> tuple[np.ndarray, np.ndarray]:
+        """Cells within half the lane width (+ tolerance) of the centreline: the union of discs around
+        centreline points spaced at the cell size (so the ends get round caps)."""
         radius = lane.width_m / 2.0 + self.tolerance_m
         centres = geometry.resample_by_spacing(lane.points, self.cell_m)
-        reach = int(np.ceil(radius / self.cell_m)) + 1
+        reach = int(np.ceil(radius / self.cell_m))
         offsets = np.stack(np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1),
                                        indexing="ij"), -1).reshape(-1, 2)
+        disc = offsets[np.linalg.norm(offsets * self.cell_m, axis=-1) <= radius]
         base = np.floor(centres / self.cell_m).astype(np.int64)
-        cand = _unique_cells((base[:, None, :] + offsets[None]).reshape(-1, 2))
-        cell_centres = (cand + 0.5) * self.cell_m
-        # Keep the cells whose centre lies within ``radius`` of the centreline (capped at the lane ends).
-        keep = np.zeros(len(cand), bool)
-        a, b = lane.points[:-1], lane.points[1:]
-        for start in range(0, len(cand), 4096):
-            part = cell_centres[start:start + 4096]
-            keep[start:start + 4096] = geometry.point_segment_distance(part, a, b).min(1) <= radius
-        cells = cand[keep]
-        return np.floor_divide(cells, CHUNK_CELLS), cells - np.floor_divide(cells, CHUNK_CELLS) * CHUNK_CELLS
+        cells = _unique_cells((base[:, None, :] + disc[None]).reshape(-1, 2))
+        chunk = np.floor_divide(cells, CHUNK_CELLS)
+        return chunk, cells - chunk * CHUNK_CELLS
 
     def _apply(self, cells: tuple[np.ndarray, np.ndarray], delta: int) -> None:
         chunk, local = cells

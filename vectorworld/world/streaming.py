@@ -17,7 +17,7 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, Port, TileContent, TileFrame, TileGenerator, TileRequest
-from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph, Tile
+from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph, LaneType, Tile
 from vectorworld.world.drivable import DrivableGrid
 
 
@@ -65,8 +65,15 @@ class StreamingWorld:
         content = self.generator.first_tile(frame, self.lane_ids, self.rng)
         return self._commit(frame, content, (time.perf_counter() - t0) * 1e3)
 
-    def add_known_map(self, lanes: Sequence[Lane]) -> None:
-        """Add lanes from a real map (a log) as already-known world, outside any tile."""
+    def add_known_map(self, lanes: Sequence[Lane], spacing_m: float = 1.0) -> None:
+        """Add lanes from a real map (a log) as already-known world, outside any tile.
+
+        Centrelines are resampled to about ``spacing_m`` (end points kept exactly) to bound per-step cost.
+        """
+        lanes = [dataclasses.replace(lane, points=geometry.resample_by_spacing(lane.points, spacing_m))
+                 if lane.length_m > 2 * spacing_m and len(lane.points) > lane.length_m / spacing_m + 2 else lane
+                 for lane in lanes]
+        lanes = mark_junction_lanes(lanes)
         self.graph.add(lanes)
         for lane in lanes:
             self.drivable.add(lane)
@@ -181,3 +188,23 @@ class StreamingWorld:
             best = min(best, float(d))
         return best
 
+
+
+def mark_junction_lanes(lanes: Sequence[Lane], max_length_m: float = 60.0) -> list[Lane]:
+    """Real maps do not label lanes inside intersections; mark as CONNECTOR every short lane whose
+    centreline crosses another lane's (not a lane it connects to), so junction right of way applies."""
+    import shapely
+
+    lines = [shapely.LineString(lane.points) for lane in lanes]
+    tree = shapely.STRtree(lines)
+    out = []
+    for k, lane in enumerate(lanes):
+        related = set(lane.successors + lane.predecessors + lane.left_neighbors + lane.right_neighbors)
+        crosses = False
+        if lane.length_m <= max_length_m and lane.lane_type != LaneType.CONNECTOR:
+            for j in tree.query(lines[k], predicate="crosses"):
+                if j != k and lanes[j].id not in related:
+                    crosses = True
+                    break
+        out.append(dataclasses.replace(lane, lane_type=LaneType.CONNECTOR) if crosses else lane)
+    return out
