@@ -1,0 +1,229 @@
+"""Python client of the simulator service, returning the engine's own types (Observation, report dict).
+
+>>> with SimClient("localhost:50051") as client:                      # doctest: +SKIP
+...     session = client.create_session(seed=0, target_km=1.0)
+...     obs = session.observation
+...     while not obs.done:
+...         obs = session.step(command=None)       # None: the server's built-in planner drives
+...     report = session.close()
+
+Retries: read-only calls (GetSession, ListSessions) are retried on UNAVAILABLE / DEADLINE_EXCEEDED with
+exponential backoff. A Step is retried with the *same* expected step index, so a retry can never apply a
+command twice: if the first attempt had in fact been applied, the server answers ABORTED and the client
+reads the session (GetSession) and returns its observation when it is exactly one step further.
+CreateSession, CloseSession and streams are not retried (not idempotent).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+
+from sim_server import simulator_service_pb2_grpc
+from vectorworld.sim import wire
+from vectorworld.sim.commands import EgoCommand
+from vectorworld.sim.observation import Observation
+from vectorworld.v1 import session_pb2
+from vectorworld.v1 import simulator_service_pb2 as pb
+
+T = TypeVar("T")
+RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    """GetSession's answer in Python types."""
+
+    session_id: str
+    step: int
+    sim_time_us: int
+    finished: bool
+    end_reason: str
+    km: float
+    report: dict[str, Any]
+    observation: Observation | None
+
+
+class SimClient:
+    """A connection to a simulator server. ``token`` adds ``authorization: Bearer`` to every call;
+    ``root_certificates`` (PEM bytes or a path) switches to TLS."""
+
+    def __init__(self, target: str = "localhost:50051", token: str | None = None,
+                 root_certificates: bytes | str | Path | None = None, timeout_s: float = 60.0,
+                 retries: int = 3, backoff_s: float = 0.1,
+                 max_receive_message_bytes: int = 64 * 1024 * 1024) -> None:
+        options = [("grpc.max_receive_message_length", max_receive_message_bytes)]
+        if root_certificates is not None:
+            if not isinstance(root_certificates, bytes):
+                root_certificates = Path(root_certificates).read_bytes()
+            self.channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates),
+                                               options=options)
+        else:
+            self.channel = grpc.insecure_channel(target, options=options)
+        self.stub = simulator_service_pb2_grpc.SimulatorServiceStub(self.channel)
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+
+    # ----------------------------------------------------------------- sessions
+    def create_session(self, seed: int = 0, target_km: float | None = None, generator: str = "",
+                       npc_policy: str = "", planner: str = "", scenario: str = "",
+                       observation_radius_m: float | None = None, max_steps: int | None = None,
+                       **optional: Any) -> RemoteSession:
+        """Create and reset a session; empty / None arguments take the server's defaults.
+        ``optional``: agent_capacity, terminate_on_collision, ego_start_speed_mps."""
+        config = session_pb2.SessionConfig(seed=seed, generator=generator, npc_policy=npc_policy,
+                                           planner=planner, scenario=scenario, **optional)
+        for name, value in (("target_km", target_km), ("observation_radius_m", observation_radius_m),
+                            ("max_steps", max_steps)):
+            if value is not None:
+                setattr(config, name, value)
+        response = self.stub.CreateSession(pb.CreateSessionRequest(config=config), timeout=self.timeout_s,
+                                           metadata=self.metadata)
+        return RemoteSession(self, response.session_id, response.step,
+                             wire.observation_from_proto(response.observation))
+
+    def session(self, session_id: str) -> RemoteSession:
+        """Attach to an existing session (reads its current state)."""
+        status = self.get_session(session_id, include_observation=True)
+        return RemoteSession(self, session_id, status.step, status.observation)
+
+    def get_session(self, session_id: str, include_observation: bool = False) -> SessionStatus:
+        response = self._retry(lambda: self.stub.GetSession(
+            pb.GetSessionRequest(session_id=session_id, include_observation=include_observation),
+            timeout=self.timeout_s, metadata=self.metadata))
+        info = response.info
+        return SessionStatus(session_id=response.session_id, step=response.step,
+                             sim_time_us=response.sim_time_us,
+                             finished=info.state == pb.SESSION_STATE_FINISHED,
+                             end_reason=wire.end_reason_from_proto(info.end_reason).value, km=info.km,
+                             report=wire.report_from_proto(response.report),
+                             observation=wire.observation_from_proto(response.observation)
+                             if response.HasField("observation") else None)
+
+    def list_sessions(self) -> list[pb.SessionInfo]:
+        """Every live session (all pages)."""
+        out: list[pb.SessionInfo] = []
+        token = ""
+        while True:
+            page = self._retry(lambda t=token: self.stub.ListSessions(
+                pb.ListSessionsRequest(page_token=t), timeout=self.timeout_s, metadata=self.metadata))
+            out.extend(page.sessions)
+            token = page.next_page_token
+            if not token:
+                return out
+
+    def close_session(self, session_id: str) -> dict[str, Any]:
+        response = self.stub.CloseSession(pb.CloseSessionRequest(session_id=session_id),
+                                          timeout=self.timeout_s, metadata=self.metadata)
+        return wire.report_from_proto(response.report)
+
+    # ----------------------------------------------------------------- plumbing
+    def _retry(self, call: Callable[[], T]) -> T:
+        for attempt in range(self.retries + 1):
+            try:
+                return call()
+            except grpc.RpcError as err:
+                if err.code() not in RETRYABLE or attempt == self.retries:
+                    raise
+                time.sleep(self.backoff_s * 2 ** attempt)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> SimClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RemoteSession:
+    """One served session. Tracks the step index so each Step names the step it expects."""
+
+    def __init__(self, client: SimClient, session_id: str, step: int, observation: Observation | None
+                 ) -> None:
+        self.client = client
+        self.id = session_id
+        self.step_index = step
+        self.observation = observation
+
+    def step(self, command: EgoCommand | None = None) -> Observation:
+        """Advance 0.1 s; ``None`` lets the server's built-in planner drive. Returns the new observation."""
+        expected = self.step_index
+        request = pb.StepRequest(session_id=self.id, expected_step=expected)
+        wire.command_to_proto(command, request.command)
+        for attempt in range(self.client.retries + 1):
+            try:
+                response = self.client.stub.Step(request, timeout=self.client.timeout_s,
+                                                 metadata=self.client.metadata)
+                return self._advance(response.step, response.observation)
+            except grpc.RpcError as err:
+                code = err.code()
+                if code == grpc.StatusCode.ABORTED and attempt > 0:
+                    # A previous attempt may have been applied: adopt the state if it is one step on.
+                    status = self.client.get_session(self.id, include_observation=True)
+                    if status.step == expected + 1 and status.observation is not None:
+                        self.step_index, self.observation = status.step, status.observation
+                        return status.observation
+                    raise
+                if code not in RETRYABLE or attempt == self.client.retries:
+                    raise
+                time.sleep(self.client.backoff_s * 2 ** attempt)
+        raise AssertionError("unreachable")
+
+    def stream(self, commands: Iterable[EgoCommand | None]) -> Iterator[Observation]:
+        """Step once per command over one StreamSession call; yields each observation.
+
+        Lock-step: the next command is drawn from ``commands`` only after the previous observation
+        arrived (and is in :attr:`observation`), so ``commands`` may be a generator that plans from the
+        latest observation, and may stop when ``session.observation.done``."""
+        first = self.step_index
+        turn = threading.Semaphore(1)
+        finished = threading.Event()
+
+        def requests() -> Iterator[pb.StreamSessionRequest]:
+            iterator = iter(commands)
+            k = 0
+            while True:
+                while not turn.acquire(timeout=0.05):
+                    if finished.is_set():
+                        return
+                if finished.is_set():
+                    return
+                try:
+                    command = next(iterator)
+                except StopIteration:
+                    return
+                request = pb.StreamSessionRequest(session_id=self.id, expected_step=first + k)
+                wire.command_to_proto(command, request.command)
+                k += 1
+                yield request
+
+        try:
+            for response in self.client.stub.StreamSession(requests(), metadata=self.client.metadata):
+                obs = self._advance(response.step, response.observation)
+                turn.release()
+                yield obs
+        finally:
+            finished.set()
+
+    def status(self, include_observation: bool = False) -> SessionStatus:
+        return self.client.get_session(self.id, include_observation)
+
+    def close(self) -> dict[str, Any]:
+        """Close the session; returns its episode report."""
+        return self.client.close_session(self.id)
+
+    def _advance(self, step: int, message: Any) -> Observation:
+        self.step_index = step
+        self.observation = wire.observation_from_proto(message)
+        return self.observation

@@ -1,0 +1,35 @@
+"""The tools built on the client: the example external planner and the load test, at tiny sizes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_planner_client_completes_a_short_drive(capsys) -> None:  # noqa: ANN001
+    tool = _tool("example_planner_client")
+    assert tool.main(["--generator", "test-straight", "--km", "0.1"]) == 0
+    assert "goal_reached" in capsys.readouterr().out
+    assert tool.main(["--generator", "test-straight", "--km", "0.05", "--stream"]) == 0
+
+
+def test_load_test_runs_small(tmp_path: Path) -> None:
+    tool = _tool("load_test")
+    out = tmp_path / "load.json"
+    assert tool.main(["--sessions", "2", "--steps", "5", "--churn", "8", "--baseline-steps", "5",
+                      "--generator", "test-straight", "--out", str(out)]) == 0
+    import json
+
+    figures = json.loads(out.read_text())
+    assert figures["load"]["steps"] == 10 and figures["churn"]["sessions"] == 8

@@ -1,0 +1,136 @@
+"""An external planner driving 1 km through the gRPC service: pure pursuit on the route plus IDM.
+
+Usage::
+
+    python tools/example_planner_client.py                     # starts an in-process server on loopback
+    python tools/example_planner_client.py --target localhost:50051 --token "$VECTORWORLD_TOKEN"
+    python tools/example_planner_client.py --stream            # one StreamSession instead of Step calls
+
+Everything the planner knows comes from the observation on the wire (the ego, the agents around it, the
+route centreline); it answers with ControlCommand (acceleration, steering) each 0.1 s step. It is a
+template for planner teams, not a strong planner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sim_server.client import RemoteSession, SimClient  # noqa: E402
+from vectorworld import geometry  # noqa: E402
+from vectorworld.sim.commands import ControlCommand  # noqa: E402
+from vectorworld.sim.observation import Observation  # noqa: E402
+
+WHEELBASE_M = 2.9
+CRUISE_MPS = 10.0
+MAX_LAT_ACCEL_MPS2 = 2.0
+
+
+def plan(obs: Observation) -> ControlCommand:
+    """Pure pursuit on the route polyline; IDM speed control behind the nearest agent on the route."""
+    a, e = obs.agents, obs.ego_slot
+    xy, yaw, speed = a.xy[e], float(a.yaw[e]), float(a.speed[e])
+    route = obs.route_polyline
+    if len(route) < 2:
+        return ControlCommand(accel_mps2=-2.0, steering_rad=0.0)
+    s_route = geometry.polyline_lengths(route)
+    s_ego, _, _ = geometry.project_to_polyline(xy[None], route)
+    lookahead = max(6.0, 0.8 * speed + 4.0)
+    target = geometry.interpolate_polyline(route, s_route, s_ego + lookahead)[0]
+    local = geometry.to_local(target[None], xy, yaw)[0]
+    curvature = 2.0 * local[1] / max(float(local @ local), 1e-6)
+    steering = float(np.clip(math.atan(WHEELBASE_M * curvature), -0.6, 0.6))
+    # Slow down for the sharpest curvature in the next 30 m.
+    ahead = geometry.interpolate_polyline(route, s_route, s_ego + np.linspace(0.0, 30.0, 16))
+    kappa = float(np.abs(geometry.curvature(ahead)).max()) if len(ahead) >= 3 else 0.0
+    v_desired = min(CRUISE_MPS, math.sqrt(MAX_LAT_ACCEL_MPS2 / max(kappa, 1e-4)))
+    gap, lead_speed = _lead_gap(obs, route, float(s_ego[0]))
+    return ControlCommand(accel_mps2=_idm(speed, v_desired, gap, lead_speed), steering_rad=steering)
+
+
+def _lead_gap(obs: Observation, route: np.ndarray, s_ego: float) -> tuple[float, float]:
+    """Bumper gap (m) to the closest agent ahead within 2 m of the route, and its speed (inf if none)."""
+    a, e = obs.agents, obs.ego_slot
+    others = np.array([i for i in range(a.capacity) if a.valid[i] and i != e], dtype=int)
+    if len(others) == 0:
+        return math.inf, 0.0
+    s, lateral, _ = geometry.project_to_polyline(a.xy[others], route)
+    ahead = (s > s_ego) & (np.abs(lateral) < 2.0)
+    if not ahead.any():
+        return math.inf, 0.0
+    k = int(np.argmin(np.where(ahead, s, np.inf)))
+    gap = float(s[k] - s_ego) - 0.5 * (a.length[e] + a.length[others[k]])
+    return max(gap, 0.1), float(a.speed[others[k]])
+
+
+def _idm(speed: float, v_desired: float, gap: float, lead_speed: float) -> float:
+    a_max, b, s0, headway = 1.5, 2.0, 2.5, 1.5
+    free = 1.0 - (speed / max(v_desired, 0.1)) ** 4
+    if math.isinf(gap):
+        return float(np.clip(a_max * free, -6.0, 2.0))
+    s_star = s0 + speed * headway + speed * (speed - lead_speed) / (2.0 * math.sqrt(a_max * b))
+    return float(np.clip(a_max * (free - (max(s_star, 0.0) / gap) ** 2), -6.0, 2.0))
+
+
+def drive(session: RemoteSession, use_stream: bool, progress_every: int = 200) -> Observation:
+    """Drive until the episode ends; returns the last observation."""
+    obs = session.observation
+    if use_stream:
+        def commands() -> Iterator[ControlCommand]:
+            while not session.observation.done:
+                yield plan(session.observation)
+
+        for obs in session.stream(commands()):
+            if obs.step % progress_every == 0:
+                print(f"step {obs.step:5d}  km {obs.km:.3f}", flush=True)
+        return obs
+    while not obs.done:
+        obs = session.step(plan(obs))
+        if obs.step % progress_every == 0:
+            print(f"step {obs.step:5d}  km {obs.km:.3f}", flush=True)
+    return obs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", help="host:port of a running server (default: start one in-process)")
+    parser.add_argument("--token", default=None, help="bearer token of the server")
+    parser.add_argument("--km", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--generator", default="", help="tile generator (default: the server's)")
+    parser.add_argument("--stream", action="store_true", help="use StreamSession instead of Step")
+    args = parser.parse_args(argv)
+    server = None
+    target = args.target
+    if target is None:
+        from sim_server.config import ServerConfig
+        from sim_server.server import create_server
+
+        server = create_server(ServerConfig(port=0, http_port=None))
+        target = f"127.0.0.1:{server.port}"
+    if args.generator == "test-straight":
+        import tests.straight_world  # noqa: F401 - registers the test generator (in-process server)
+    try:
+        with SimClient(target, token=args.token) as client:
+            session = client.create_session(seed=args.seed, target_km=args.km, generator=args.generator,
+                                            max_steps=int(args.km * 1000 / 1.0 / 0.1))
+            obs = drive(session, args.stream)
+            report = session.close()
+    finally:
+        if server is not None:
+            server.stop(grace_s=1.0)
+    print(f"end: {obs.end_reason.value} after {obs.step} steps, {obs.km:.3f} km; collisions "
+          f"{report['ego_collisions']}, off-road rate {report['ego_offroad_rate']:.3f}, comfort "
+          f"{report['ego_comfort_rate']:.3f}")
+    return 0 if report["completed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,416 @@
+"""Conversion between the engine's Python values and the ``vectorworld.v1`` protobuf messages.
+
+The server, the client and recordings all go through these functions, so the wire and the engine agree
+on one mapping. Every position is in the global world frame (m, rad), as on both sides. Only protobuf is
+imported here (no grpc): the generated ``vectorworld.v1.*_pb2`` modules are part of the core.
+
+Commands and configs arriving from the wire are validated here with errors that name the wire field
+(:class:`CommandError`, :class:`ConfigError`); the engine validates value ranges again on use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vectorworld.errors import CommandError, ConfigError
+from vectorworld.scene import HISTORY_STEPS, Agents, AgentType, Lane, LaneType, Tile
+from vectorworld.sim.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
+from vectorworld.sim.metrics import StepMetrics
+from vectorworld.sim.observation import EndReason, Frame, Observation
+from vectorworld.sim.session import SessionConfig
+from vectorworld.v1 import session_pb2, world_pb2
+
+_END_TO_WIRE = {
+    EndReason.NONE: world_pb2.END_REASON_RUNNING,
+    EndReason.GOAL_REACHED: world_pb2.END_REASON_GOAL_REACHED,
+    EndReason.COLLISION: world_pb2.END_REASON_COLLISION,
+    EndReason.MAX_STEPS: world_pb2.END_REASON_MAX_STEPS,
+    EndReason.LOG_ENDED: world_pb2.END_REASON_LOG_ENDED,
+    EndReason.NO_ROAD: world_pb2.END_REASON_NO_ROAD,
+}
+_END_FROM_WIRE = {v: k for k, v in _END_TO_WIRE.items()}
+_END_FROM_WIRE[world_pb2.END_REASON_UNSPECIFIED] = EndReason.NONE
+
+# Frame.policy_of codes (0 ego, 1 NPC policy, 2 log replay) <-> Controller.
+_CONTROLLER_TO_WIRE = {0: world_pb2.CONTROLLER_EGO, 1: world_pb2.CONTROLLER_NPC_POLICY,
+                       2: world_pb2.CONTROLLER_LOG_REPLAY}
+_CONTROLLER_FROM_WIRE = {v: k for k, v in _CONTROLLER_TO_WIRE.items()}
+
+WALL_CLOCK_REPORT_FIELDS = ("wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms")
+"""Report fields measured with the wall clock (not reproducible; zeroed in deterministic recordings)."""
+
+
+def end_reason_to_proto(reason: EndReason) -> int:
+    return _END_TO_WIRE[reason]
+
+
+def end_reason_from_proto(value: int) -> EndReason:
+    return _END_FROM_WIRE.get(value, EndReason.NONE)
+
+
+# --------------------------------------------------------------------------- geometry and map
+def polyline_to_proto(points: np.ndarray, out: world_pb2.Polyline | None = None) -> world_pb2.Polyline:
+    """points: (P, 2) m, global frame."""
+    msg = world_pb2.Polyline() if out is None else out
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    msg.x_m.extend(pts[:, 0].tolist())
+    msg.y_m.extend(pts[:, 1].tolist())
+    return msg
+
+
+def polyline_from_proto(msg: world_pb2.Polyline, field_name: str = "polyline") -> np.ndarray:
+    """(P, 2) float64; raises ConfigError if the coordinate arrays differ in length."""
+    if len(msg.x_m) != len(msg.y_m):
+        raise ConfigError(f"{field_name}: x_m has {len(msg.x_m)} values but y_m has {len(msg.y_m)}")
+    return np.stack([np.asarray(msg.x_m, np.float64), np.asarray(msg.y_m, np.float64)], -1).reshape(-1, 2)
+
+
+def lane_to_proto(lane: Lane, out: world_pb2.Lane | None = None) -> world_pb2.Lane:
+    msg = world_pb2.Lane() if out is None else out
+    msg.id = int(lane.id)
+    polyline_to_proto(lane.points, msg.centerline)
+    msg.width_m = float(lane.width_m)
+    msg.speed_limit_mps = float(lane.speed_limit_mps)
+    msg.lane_type = int(lane.lane_type)
+    msg.successors.extend(int(i) for i in lane.successors)
+    msg.predecessors.extend(int(i) for i in lane.predecessors)
+    msg.left_neighbors.extend(int(i) for i in lane.left_neighbors)
+    msg.right_neighbors.extend(int(i) for i in lane.right_neighbors)
+    msg.tile_id = int(lane.tile_id)
+    return msg
+
+
+def lane_from_proto(msg: world_pb2.Lane) -> Lane:
+    lane_type = msg.lane_type if msg.lane_type in LaneType._value2member_map_ else LaneType.UNDEFINED
+    return Lane(id=msg.id, points=polyline_from_proto(msg.centerline, f"lane {msg.id} centerline"),
+                width_m=msg.width_m, speed_limit_mps=msg.speed_limit_mps, lane_type=LaneType(lane_type),
+                successors=tuple(msg.successors), predecessors=tuple(msg.predecessors),
+                left_neighbors=tuple(msg.left_neighbors), right_neighbors=tuple(msg.right_neighbors),
+                tile_id=msg.tile_id)
+
+
+def tile_to_proto(tile: Tile, out: world_pb2.Tile | None = None) -> world_pb2.Tile:
+    """The tile without its wall-clock latency (that goes into FrameTimings)."""
+    msg = world_pb2.Tile() if out is None else out
+    msg.id, msg.order, msg.generator = int(tile.id), int(tile.order), tile.generator
+    msg.center_x_m, msg.center_y_m = (float(v) for v in tile.center_xy)
+    msg.yaw_rad, msg.size_m = float(tile.yaw), float(tile.size_m)
+    msg.lane_ids.extend(int(i) for i in tile.lane_ids)
+    return msg
+
+
+def tile_from_proto(msg: world_pb2.Tile, latency_ms: float = 0.0) -> Tile:
+    return Tile(id=msg.id, center_xy=np.array([msg.center_x_m, msg.center_y_m]), yaw=msg.yaw_rad,
+                order=msg.order, generator=msg.generator, lane_ids=tuple(msg.lane_ids),
+                latency_ms=latency_ms, size_m=msg.size_m)
+
+
+# --------------------------------------------------------------------------- agents
+def agents_to_proto(agents: Agents, slots: Sequence[int], out: Any, include_history: bool = True,
+                    policy_of: np.ndarray | None = None) -> None:
+    """Append one ``Agent`` per slot in ``slots`` to the repeated field ``out``.
+
+    With ``policy_of`` ((C,) int8, Frame convention) the agents also get their slot and controller.
+    """
+    for slot in slots:
+        a = out.add()
+        a.id = int(agents.id[slot])
+        a.agent_type = int(agents.agent_type[slot])
+        a.pose.x_m, a.pose.y_m = (float(v) for v in agents.xy[slot])
+        a.pose.yaw_rad = float(agents.yaw[slot])
+        a.speed_mps = float(agents.speed[slot])
+        a.length_m, a.width_m = float(agents.length[slot]), float(agents.width[slot])
+        if include_history:
+            h = agents.history[slot]
+            a.history_x_m.extend(h[:, 0].tolist())
+            a.history_y_m.extend(h[:, 1].tolist())
+            a.history_yaw_rad.extend(h[:, 2].tolist())
+            a.history_speed_mps.extend(h[:, 3].tolist())
+            a.history_valid.extend(agents.history_valid[slot].tolist())
+        if policy_of is not None:
+            a.slot = int(slot)
+            a.controller = _CONTROLLER_TO_WIRE.get(int(policy_of[slot]), world_pb2.CONTROLLER_UNSPECIFIED)
+
+
+def agents_from_proto(msgs: Sequence[world_pb2.Agent], capacity: int | None = None,
+                      history_steps: int = HISTORY_STEPS) -> Agents:
+    """Agents with ``capacity`` slots (default: one per message). Messages go to their ``slot`` when
+    ``capacity`` is given, else in order. Agents without history get their current state as the only
+    valid history entry."""
+    n = len(msgs)
+    cap = n if capacity is None else capacity
+    out = Agents.empty(cap, history_steps)
+    for k, a in enumerate(msgs):
+        slot = a.slot if capacity is not None else k
+        if not 0 <= slot < cap:
+            raise ConfigError(f"agents[{k}].slot = {slot} is outside the capacity {cap}")
+        out.id[slot], out.valid[slot] = a.id, True
+        out.agent_type[slot] = a.agent_type if a.agent_type in AgentType._value2member_map_ else 0
+        out.xy[slot] = (a.pose.x_m, a.pose.y_m)
+        out.yaw[slot], out.speed[slot] = a.pose.yaw_rad, a.speed_mps
+        out.length[slot], out.width[slot] = a.length_m, a.width_m
+        h = len(a.history_x_m)
+        if h:
+            h = min(h, history_steps)
+            hist = np.stack([a.history_x_m, a.history_y_m, a.history_yaw_rad, a.history_speed_mps], -1)
+            out.history[slot, -h:] = hist[-h:]
+            out.history_valid[slot, -h:] = np.asarray(a.history_valid, bool)[-h:]
+        else:
+            out.history[slot, -1] = (a.pose.x_m, a.pose.y_m, a.pose.yaw_rad, a.speed_mps)
+            out.history_valid[slot, -1] = True
+    return out
+
+
+def policy_of_from_proto(msgs: Sequence[world_pb2.Agent], capacity: int) -> np.ndarray:
+    """(C,) int8 Frame.policy_of: -1 for free slots."""
+    out = np.full(capacity, -1, np.int8)
+    for a in msgs:
+        out[a.slot] = _CONTROLLER_FROM_WIRE.get(a.controller, -1)
+    return out
+
+
+# --------------------------------------------------------------------------- metrics and report
+def step_metrics_to_proto(m: StepMetrics, out: world_pb2.StepMetrics) -> world_pb2.StepMetrics:
+    out.ego_collided_ids.extend(int(i) for i in m.ego_collided_ids)
+    out.ego_offroad, out.ego_comfortable = bool(m.ego_offroad), bool(m.ego_comfortable)
+    out.npc_collision_events, out.npc_offroad_events = int(m.npc_collision_events), int(m.npc_offroad_events)
+    out.npc_infeasible_steps, out.npc_vehicle_steps = int(m.npc_infeasible_steps), int(m.npc_vehicle_steps)
+    out.ego_distance_m = float(m.ego_distance_m)
+    return out
+
+
+def step_metrics_from_proto(msg: world_pb2.StepMetrics) -> StepMetrics:
+    return StepMetrics(tuple(msg.ego_collided_ids), msg.ego_offroad, msg.npc_collision_events,
+                       msg.npc_offroad_events, msg.npc_infeasible_steps, msg.npc_vehicle_steps,
+                       msg.ego_comfortable, msg.ego_distance_m)
+
+
+_REPORT_FIELDS = {f.name for f in world_pb2.EpisodeReport.DESCRIPTOR.fields} - {"extra_json", "end_reason"}
+
+
+def report_to_proto(report: dict[str, Any], include_timings: bool = True) -> world_pb2.EpisodeReport:
+    """The Session.report() dict as a message; keys the schema does not name go to ``extra_json``.
+
+    ``include_timings=False`` zeroes the wall-clock fields (:data:`WALL_CLOCK_REPORT_FIELDS`)."""
+    msg = world_pb2.EpisodeReport()
+    extra: dict[str, Any] = {}
+    for key, value in report.items():
+        if key == "end_reason":
+            msg.end_reason = end_reason_to_proto(EndReason(value))
+        elif key in _REPORT_FIELDS:
+            if key in WALL_CLOCK_REPORT_FIELDS and not include_timings:
+                continue
+            setattr(msg, key, type(getattr(msg, key))(value))
+        else:
+            extra[key] = value
+    if extra:
+        msg.extra_json = json.dumps(extra, sort_keys=True, default=_json_scalar)
+    return msg
+
+
+def report_from_proto(msg: world_pb2.EpisodeReport) -> dict[str, Any]:
+    out: dict[str, Any] = {name: getattr(msg, name) for name in sorted(_REPORT_FIELDS)}
+    out["end_reason"] = end_reason_from_proto(msg.end_reason).value
+    if msg.extra_json:
+        out.update(json.loads(msg.extra_json))
+    return out
+
+
+def _json_scalar(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (set, tuple, np.ndarray)):
+        return list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+# --------------------------------------------------------------------------- observation and frame
+def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = None) -> world_pb2.Observation:
+    msg = world_pb2.Observation() if out is None else out
+    msg.step, msg.sim_time_us, msg.ego_index = int(obs.step), int(obs.sim_time_us), int(obs.ego_slot)
+    agents_to_proto(obs.agents, np.nonzero(obs.agents.valid)[0], msg.agents)
+    for lane in obs.lanes:
+        lane_to_proto(lane, msg.lanes.add())
+    msg.route_lane_ids.extend(int(i) for i in obs.route_lane_ids)
+    polyline_to_proto(obs.route_polyline, msg.route_polyline)
+    step_metrics_to_proto(obs.step_metrics, msg.step_metrics)
+    msg.terminated, msg.truncated = bool(obs.terminated), bool(obs.truncated)
+    msg.end_reason, msg.km = end_reason_to_proto(obs.end_reason), float(obs.km)
+    return msg
+
+
+def observation_from_proto(msg: world_pb2.Observation) -> Observation:
+    return Observation(step=msg.step, sim_time_us=msg.sim_time_us, agents=agents_from_proto(msg.agents),
+                       ego_slot=msg.ego_index, lanes=tuple(lane_from_proto(lane) for lane in msg.lanes),
+                       route_lane_ids=tuple(msg.route_lane_ids),
+                       route_polyline=polyline_from_proto(msg.route_polyline, "route_polyline"),
+                       step_metrics=step_metrics_from_proto(msg.step_metrics), terminated=msg.terminated,
+                       truncated=msg.truncated, end_reason=end_reason_from_proto(msg.end_reason), km=msg.km)
+
+
+def frame_to_proto(frame: Frame, include_timings: bool = True, include_history: bool = False,
+                   out: world_pb2.Frame | None = None) -> world_pb2.Frame:
+    """The frame's valid agents, map changes and metrics; timings only with ``include_timings``."""
+    msg = world_pb2.Frame() if out is None else out
+    msg.step, msg.sim_time_us = int(frame.step), int(frame.sim_time_us)
+    msg.capacity, msg.ego_slot = int(frame.agents.capacity), int(frame.ego_slot)
+    agents_to_proto(frame.agents, np.nonzero(frame.agents.valid)[0], msg.agents, include_history,
+                    frame.policy_of)
+    for tile in frame.new_tiles:
+        tile_to_proto(tile, msg.new_tiles.add())
+    for lane in frame.new_lanes:
+        lane_to_proto(lane, msg.new_lanes.add())
+    msg.removed_lane_ids.extend(int(i) for i in frame.removed_lane_ids)
+    for x, y, yaw in np.asarray(frame.ego_plan, np.float64).reshape(-1, 3).tolist():
+        msg.ego_plan.add(x_m=x, y_m=y, yaw_rad=yaw)
+    step_metrics_to_proto(frame.step_metrics, msg.step_metrics)
+    msg.km, msg.end_reason = float(frame.km), end_reason_to_proto(frame.end_reason)
+    if include_timings:
+        msg.timings.tile_ms, msg.timings.npc_policy_ms = float(frame.tile_ms), float(frame.npc_policy_ms)
+        msg.timings.new_tile_latency_ms.extend(float(t.latency_ms) for t in frame.new_tiles)
+    return msg
+
+
+def frame_from_proto(msg: world_pb2.Frame) -> Frame:
+    """A Frame; free agent slots are empty, and timings are 0 when the message has none."""
+    latencies = list(msg.timings.new_tile_latency_ms) if msg.HasField("timings") else []
+    latencies = (latencies + [0.0] * len(msg.new_tiles))[:len(msg.new_tiles)]
+    plan = np.array([(p.x_m, p.y_m, p.yaw_rad) for p in msg.ego_plan], np.float64).reshape(-1, 3)
+    return Frame(step=msg.step, sim_time_us=msg.sim_time_us,
+                 agents=agents_from_proto(msg.agents, capacity=msg.capacity), ego_slot=msg.ego_slot,
+                 policy_of=policy_of_from_proto(msg.agents, msg.capacity),
+                 new_tiles=tuple(tile_from_proto(t, lat) for t, lat in zip(msg.new_tiles, latencies, strict=True)),
+                 new_lanes=tuple(lane_from_proto(lane) for lane in msg.new_lanes),
+                 removed_lane_ids=tuple(msg.removed_lane_ids), ego_plan=plan,
+                 step_metrics=step_metrics_from_proto(msg.step_metrics), km=msg.km,
+                 tile_ms=msg.timings.tile_ms, npc_policy_ms=msg.timings.npc_policy_ms,
+                 end_reason=end_reason_from_proto(msg.end_reason))
+
+
+# --------------------------------------------------------------------------- commands
+def command_to_proto(command: EgoCommand | None, out: session_pb2.EgoCommand | None = None
+                     ) -> session_pb2.EgoCommand:
+    """``None`` asks for the session's built-in planner."""
+    msg = session_pb2.EgoCommand() if out is None else out
+    if command is None:
+        msg.builtin_planner.SetInParent()
+    elif isinstance(command, ControlCommand):
+        msg.control.accel_mps2, msg.control.steering_rad = command.accel_mps2, command.steering_rad
+    elif isinstance(command, TrajectoryCommand):
+        for x, y, yaw in np.asarray(command.poses, np.float64).reshape(-1, 3).tolist():
+            msg.trajectory.poses.add(x_m=x, y_m=y, yaw_rad=yaw)
+    elif isinstance(command, StateCommand):
+        msg.state.pose.x_m, msg.state.pose.y_m = command.x_m, command.y_m
+        msg.state.pose.yaw_rad, msg.state.speed_mps = command.yaw_rad, command.speed_mps
+    else:
+        raise CommandError(f"unknown command type {type(command).__name__}")
+    return msg
+
+
+def command_from_proto(msg: session_pb2.EgoCommand, field_name: str = "command") -> EgoCommand | None:
+    """The engine command, or ``None`` for ``builtin_planner``. Raises CommandError (naming the wire
+    field) when no command is set or a trajectory is empty; value ranges are checked by the engine."""
+    kind = msg.WhichOneof("command")
+    if kind is None:
+        raise CommandError(f"{field_name}: set one of control, trajectory, state or builtin_planner")
+    if kind == "builtin_planner":
+        return None
+    if kind == "control":
+        return ControlCommand(msg.control.accel_mps2, msg.control.steering_rad)
+    if kind == "state":
+        p = msg.state.pose
+        return StateCommand(p.x_m, p.y_m, p.yaw_rad, msg.state.speed_mps)
+    poses = msg.trajectory.poses
+    if not poses:
+        raise CommandError(f"{field_name}.trajectory.poses must hold at least one pose")
+    return TrajectoryCommand(np.array([(p.x_m, p.y_m, p.yaw_rad) for p in poses], np.float64))
+
+
+# --------------------------------------------------------------------------- config
+_OPTIONAL_CONFIG = ("target_km", "observation_radius_m", "max_steps", "agent_capacity",
+                    "terminate_on_collision", "ego_start_speed_mps")
+_NAMED_CONFIG = ("generator", "npc_policy", "planner")
+
+
+def config_to_proto(config: SessionConfig) -> session_pb2.SessionConfig:
+    msg = session_pb2.SessionConfig(seed=int(config.seed), generator=config.generator,
+                                    npc_policy=config.npc_policy, planner=config.planner)
+    for name in _OPTIONAL_CONFIG:
+        value = getattr(config, name)
+        if value is not None:
+            setattr(msg, name, value)
+    scenario = getattr(config, "scenario", None)
+    if scenario:
+        msg.scenario = str(scenario)
+    return msg
+
+
+def config_from_proto(msg: session_pb2.SessionConfig, defaults: SessionConfig | None = None,
+                      field_prefix: str = "config") -> SessionConfig:
+    """A validated SessionConfig: unset fields keep ``defaults``. Raises ConfigError naming the field."""
+    base = SessionConfig() if defaults is None else defaults
+    changes: dict[str, Any] = {"seed": int(msg.seed)}
+    for name in _NAMED_CONFIG:
+        value = getattr(msg, name)
+        if value:
+            changes[name] = value
+    for name in _OPTIONAL_CONFIG:
+        if msg.HasField(name):
+            value = getattr(msg, name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{field_prefix}.{name} must be finite, got {value}")
+            changes[name] = value
+    if msg.scenario:
+        if "scenario" not in {f.name for f in dataclasses.fields(SessionConfig)}:
+            raise ConfigError(f"{field_prefix}.scenario: this server cannot start from scenarios")
+        changes["scenario"] = msg.scenario
+    checks = (("target_km", lambda v: 0 < v <= 10_000, "in (0, 10000]"),
+              ("observation_radius_m", lambda v: 0 < v <= 10_000, "in (0, 10000]"),
+              ("max_steps", lambda v: 1 <= v <= 10_000_000, "in [1, 10000000]"),
+              ("agent_capacity", lambda v: 1 <= v <= 1024, "in [1, 1024]"),
+              ("ego_start_speed_mps", lambda v: 0 <= v <= 60, "in [0, 60]"))
+    for name, ok, allowed in checks:
+        if name in changes and not ok(changes[name]):
+            raise ConfigError(f"{field_prefix}.{name} = {changes[name]} must be {allowed}")
+    try:
+        return dataclasses.replace(base, **changes).validate()
+    except ConfigError as err:
+        raise ConfigError(f"{field_prefix}: {err}") from err
+
+
+def config_dict(config: SessionConfig) -> dict[str, Any]:
+    """The complete resolved config (nested dataclasses included) as JSON-ready values."""
+    return json.loads(config_to_json(config))
+
+
+def config_to_json(config: SessionConfig) -> str:
+    """The complete resolved config (nested dataclasses included) as sorted, compact JSON."""
+    return json.dumps(dataclasses.asdict(config), sort_keys=True, separators=(",", ":"),
+                      default=_json_scalar)
+
+
+def config_from_json(text: str) -> SessionConfig:
+    """Inverse of :func:`config_to_json`; unknown keys (a newer writer) are ignored."""
+    return _dataclass_from_dict(SessionConfig, json.loads(text))
+
+
+def _dataclass_from_dict(cls: type, data: dict[str, Any]) -> Any:
+    default = cls()
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data or not f.init:
+            continue
+        current = getattr(default, f.name)
+        value = data[f.name]
+        if dataclasses.is_dataclass(current) and isinstance(value, dict):
+            value = _dataclass_from_dict(type(current), value)
+        elif isinstance(current, tuple) and isinstance(value, list):
+            value = tuple(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
