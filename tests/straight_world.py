@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vectorworld.generation.base import (AgentSpawns, TileContent, TileGenerator, TileRequest,
-                                         register_generator)
+from vectorworld.generation.base import AgentSpawns, TileContent, TileGenerator, TileRequest, register_generator
 from vectorworld.scene import Lane
 
 LANE_OFFSETS_M = (-1.75, -5.25)
