@@ -142,6 +142,7 @@ class Session:
         if sc.sdc_index < 0:
             raise ConfigError(f"scenario {sc.scenario_id} has no ego (SDC) track to drive")
         self.world.add_known_map(list(sc.map.lanes.lanes.values()))
+        self._pending_lanes.extend(self.world.graph.lanes.values())  # recordings carry the real map
         capacity = max(self.config.agent_capacity, sc.tracks.num_tracks + 32)
         self.agents = sc.agents_at(capacity=capacity)
         self.ego_id = int(sc.tracks.ids[sc.sdc_index])
