@@ -141,9 +141,15 @@ class IdmCore:
         return IdmPlan(np.asarray(slots), accel, paths, s_now, lateral)
 
     def _occupied_connectors(self, inp: PolicyInput) -> dict[int, int]:
+        """Connectors with a *moving* agent on them. A stopped agent does not hold its connector: if it
+        stands in someone's way, car following stops them behind it; if not, nobody needs to wait (this
+        prevents junction deadlocks)."""
         occupied: dict[int, int] = {}
-        for route in inp.routes.values():
-            if route and route[0] in inp.graph and inp.graph[route[0]].lane_type == LaneType.CONNECTOR:
+        a = inp.agents
+        moving = {int(i) for i in a.id[a.valid & (a.speed > 0.3)]}
+        for agent_id, route in inp.routes.items():
+            if (agent_id in moving and route and route[0] in inp.graph
+                    and inp.graph[route[0]].lane_type == LaneType.CONNECTOR):
                 occupied[route[0]] = occupied.get(route[0], 0) + 1
         return occupied
 

@@ -33,6 +33,7 @@ from vectorworld.sim.spawning import SpawnBook, place_spawns
 from vectorworld.world import StreamingWorld, WorldConfig
 from vectorworld.world.routes import RouteBook, build_path
 
+STUCK_TIMEOUT_S = 20.0
 EGO_LENGTH_M = 4.8
 EGO_WIDTH_M = 2.0
 
@@ -118,6 +119,8 @@ class Session:
         self._removed_lanes: list[int] = []
         self._tile_ms_step = 0.0
         self._npc_ms_step = 0.0
+        self._stopped_s = np.zeros(self.config.agent_capacity)
+        self.stuck_removed = 0
         self.closed = False
 
     def reset(self) -> Observation:
@@ -149,6 +152,7 @@ class Session:
         self.ego_slot = self.agents.slot_of(self.ego_id)
         self.spawns.next_id = int(max(sc.tracks.ids.max() + 1, 1))
         self.tracker = MetricTracker(capacity, DT_S)
+        self._stopped_s = np.zeros(capacity)
         for slot in np.nonzero(self.agents.valid)[0]:
             agent_id = int(self.agents.id[slot])
             lane_id, dist = self.world.graph.nearest(self.agents.xy[slot], float(self.agents.yaw[slot]), 4.0)
@@ -157,8 +161,7 @@ class Session:
             # Agents off the lanes (parked, in lots) get no route: lane-following policies hold them still.
             if (on_lane or agent_id == self.ego_id) and self.agents.agent_type[slot] != AgentType.PEDESTRIAN:
                 self.routes.assign(agent_id, lane_id)
-                self.routes.extend(self.world.graph, self.route_rng, agent_id,
-                                   choose="straight" if agent_id == self.ego_id else "random")
+                self.routes.extend(self.world.graph, self.route_rng, agent_id, dead_ends=self.world.dead_ends)
         if not self.routes.get(self.ego_id):
             raise ConfigError(f"scenario {sc.scenario_id}: the ego is not on any lane of the map")
 
@@ -172,7 +175,7 @@ class Session:
         self.agents = place_ego(self.agents, self.ego_slot, start_xy, start_yaw,
                                 self.config.ego_start_speed_mps)
         self.routes.assign(self.ego_id, ego_lane.id)
-        self.routes.extend(self.world.graph, self.route_rng, self.ego_id)
+        self.routes.extend(self.world.graph, self.route_rng, self.ego_id, dead_ends=self.world.dead_ends)
         self._spawn(first.content.agents)
 
     def close(self) -> None:
@@ -222,7 +225,8 @@ class Session:
             slot = self.agents.slot_of(int(agent_id))
             self.routes.advance(self.world.graph, int(agent_id), self.agents.xy[slot],
                                 float(self.agents.yaw[slot]))
-            self.routes.extend(self.world.graph, self.route_rng, int(agent_id))
+            self.routes.extend(self.world.graph, self.route_rng, int(agent_id), dead_ends=self.world.dead_ends)
+        self._avoid_dead_end()
         self._cover()
         self._retire()
         self._update_end(step_metrics)
@@ -284,7 +288,7 @@ class Session:
             self._pending_lanes.extend(self.world.graph[lane.id] for lane in generated.content.lanes)
             self._spawn(generated.content.agents)
         if new:
-            self.routes.extend(self.world.graph, self.route_rng, self.ego_id)
+            self.routes.extend(self.world.graph, self.route_rng, self.ego_id, dead_ends=self.world.dead_ends)
 
     def _spawn(self, spawns) -> None:  # noqa: ANN001 - AgentSpawns
         ego_xy = self.agents.xy[self.ego_slot]
@@ -292,7 +296,7 @@ class Session:
         for agent_id, lane_id in placed:
             if lane_id in self.world.graph:
                 self.routes.assign(agent_id, lane_id)
-                self.routes.extend(self.world.graph, self.route_rng, agent_id)
+                self.routes.extend(self.world.graph, self.route_rng, agent_id, dead_ends=self.world.dead_ends)
 
     def _retire(self) -> None:
         ego_xy = self.agents.xy[self.ego_slot]
@@ -300,6 +304,9 @@ class Session:
         self._removed_lanes.extend(removed)
         far = self.agents.valid & (np.linalg.norm(self.agents.xy - ego_xy, axis=-1)
                                    > self.config.world.retention_m)
+        far |= self._at_world_edge()
+        if not self.log_replay:
+            far |= self._stuck()
         far[self.ego_slot] = False
         if far.any():
             slots = np.nonzero(far)[0]
@@ -308,6 +315,38 @@ class Session:
             self.agents = dataclasses.replace(self.agents, valid=self.agents.valid & ~far,
                                               id=np.where(far, -1, self.agents.id))
             self.tracker.reset_slots(slots)
+
+    def _avoid_dead_end(self) -> None:
+        """If the ego's route runs into a lane the world could not continue, re-plan it from the ego's
+        current lane (the planner under test is free to ignore the suggested route)."""
+        route = self.routes.get(self.ego_id)
+        dead = self.world.dead_ends
+        if len(route) > 1 and any(i in dead for i in route[1:]):
+            self.routes.routes[self.ego_id] = route[:1]
+            self.routes.extend(self.world.graph, self.route_rng, self.ego_id, dead_ends=dead)
+
+    def _stuck(self) -> np.ndarray:
+        """(C,) NPCs that have not moved for ``STUCK_TIMEOUT_S``: they are removed (as SUMO teleports
+        jammed vehicles), so a local jam never blocks an episode forever."""
+        moving = self.agents.speed > 0.1
+        self._stopped_s = np.where(moving | ~self.agents.valid, 0.0, self._stopped_s + DT_S)
+        stuck = self._stopped_s > STUCK_TIMEOUT_S
+        self.stuck_removed += int((stuck & self.agents.valid).sum() - stuck[self.ego_slot])
+        return stuck
+
+    def _at_world_edge(self) -> np.ndarray:
+        """(C,) NPCs that reached the open end of their route (the world is not generated beyond it
+        because the ego is not heading there): they leave the world instead of blocking the road."""
+        out = np.zeros(self.agents.capacity, bool)
+        if self.log_replay:
+            return out
+        graph = self.world.graph
+        for slot in np.nonzero(self.agents.valid)[0]:
+            route = self.routes.get(int(self.agents.id[slot]))
+            if len(route) == 1 and route[0] in graph and not graph[route[0]].successors:
+                end, _ = graph[route[0]].end_pose
+                out[slot] = np.linalg.norm(self.agents.xy[slot] - end) < 4.0
+        return out
 
     # ----------------------------------------------------------------- views
     def _policy_input(self, controlled: np.ndarray) -> PolicyInput:
@@ -358,7 +397,8 @@ class Session:
                 "completed": self.end_reason == EndReason.GOAL_REACHED,
                 "end_reason": self.end_reason.value, "sim_s": round(sim_s, 3),
                 "wall_s": round(self.wall_s, 4), "rtf": round(sim_s / max(self.wall_s, 1e-9), 3),
-                "tiles": len(self.metrics.tile_ms), "fallback_tiles": self.world.fallback_tiles}
+                "tiles": len(self.metrics.tile_ms), "fallback_tiles": self.world.fallback_tiles,
+                "npc_removed_stuck": self.stuck_removed}
 
     # ----------------------------------------------------------------- helpers
     def _start_lane(self, lanes: tuple[Lane, ...]) -> Lane:

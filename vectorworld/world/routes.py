@@ -6,7 +6,7 @@ grows, and the lanes already driven are dropped as the agent advances.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,11 +70,12 @@ class RouteBook:
         return self.routes.get(agent_id, [])
 
     def extend(self, graph: LaneGraph, rng: np.random.Generator, agent_id: int,
-               choose: str = "random") -> None:
+               choose: str = "random", dead_ends: Collection[int] = ()) -> None:
         """Append successors until the route reaches ``min_ahead_m`` or ends at an open lane end.
 
         ``choose`` is "random" (uniform over successors) or "straight" (the successor whose heading
-        changes least, used by the default ego route).
+        changes least). Successors in ``dead_ends`` (lanes the world could not continue) are avoided
+        whenever another successor exists.
         """
         route = self.routes.get(agent_id)
         if not route:
@@ -83,6 +84,7 @@ class RouteBook:
             successors = [i for i in graph[route[-1]].successors if i in graph]
             if not successors:
                 return
+            successors = [i for i in successors if i not in dead_ends] or successors
             if len(successors) == 1:
                 route.append(successors[0])
             elif choose == "straight":

@@ -179,6 +179,11 @@ class StreamingWorld:
         return GeneratedTile(tile, content)
 
     # ----------------------------------------------------------------- queries
+    @property
+    def dead_ends(self) -> set[int]:
+        """Lanes ending in an open end the generator could not continue."""
+        return self._exhausted_ports
+
     def lane_distance(self, xy: np.ndarray) -> float:
         """Distance (m) from ``xy`` to the nearest lane centreline within 10 m (inf if none)."""
         best = np.inf
