@@ -15,7 +15,7 @@ import numpy as np
 from policies.base import Policy, PolicyInput, register_policy
 from policies.junctions import ConflictMap, JunctionRequest, grant_connectors
 from vectorworld import geometry
-from vectorworld.scene import LaneType
+from vectorworld.scene import LaneGraph, LaneType
 from vectorworld.world.routes import RoutePath, build_path
 
 LOOKAHEAD_M = 70.0
@@ -50,34 +50,70 @@ class IdmPlan:
     lateral: np.ndarray
 
 
+@dataclass(frozen=True)
+class PathProfile:
+    """A route path with what IDM needs along it, computed once per route.
+
+    cap: (P,) m/s, speed cap at each path point (lane speed limit x speed factor, and the curve speed
+    sqrt(max_lat_accel / curvature)); connector / connector_s: the first junction connector after the
+    current lane and the arc length where it starts (-1 / inf if none).
+    """
+
+    path: RoutePath
+    cap: np.ndarray
+    connector: int
+    connector_s: float
+
+    @classmethod
+    def build(cls, graph: LaneGraph, route: tuple[int, ...], p: IdmParams) -> PathProfile:
+        path = build_path(graph, route)
+        lanes = [graph[i] for i in route]
+        limit = np.array([lane.speed_limit_mps for lane in lanes])[path.lane_index] * p.speed_factor
+        kappa = geometry.curvature(path.points)
+        cap = np.minimum(limit, np.sqrt(p.max_lat_accel_mps2 / np.maximum(kappa, 1e-4)))
+        connector, connector_s, start = -1, np.inf, 0.0
+        for k, lane in enumerate(lanes):
+            if k > 0 and lane.lane_type == LaneType.CONNECTOR:
+                connector, connector_s = lane.id, start
+                break
+            start += lane.length_m
+        return cls(path, cap, connector, connector_s)
+
+
 class IdmCore:
     """The batched IDM computation shared by the NPC policy and the default ego planner."""
 
     def __init__(self, params: IdmParams = IdmParams()) -> None:
         self.params = params
         self.conflicts = ConflictMap()
-        self._paths: dict[tuple[int, ...], RoutePath] = {}
+        self._paths: dict[tuple[int, ...], PathProfile] = {}
 
     def reset(self) -> None:
         self.conflicts = ConflictMap()
         self._paths.clear()
 
     def path(self, inp: PolicyInput, agent_id: int) -> RoutePath | None:
+        profile = self.profile(inp, agent_id)
+        return None if profile is None else profile.path
+
+    def profile(self, inp: PolicyInput, agent_id: int) -> PathProfile | None:
+        """The agent's route path with its speed caps and first junction entry (cached per route)."""
         route = tuple(i for i in inp.routes.get(agent_id, ()) if i in inp.graph)
         if not route:
             return None
-        path = self._paths.get(route)
-        if path is None:
+        profile = self._paths.get(route)
+        if profile is None:
             if len(self._paths) > 4096:
                 self._paths.clear()
-            path = self._paths[route] = build_path(inp.graph, route)
-        return path
+            profile = self._paths[route] = PathProfile.build(inp.graph, route, self.params)
+        return profile
 
     def plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
         """IDM acceleration for ``slots`` given every agent in ``inp`` as a potential obstacle."""
         p, a = self.params, inp.agents
         n = len(slots)
-        paths = [self.path(inp, int(a.id[i])) for i in slots]
+        profiles = [self.profile(inp, int(a.id[i])) for i in slots]
+        paths = [None if pr is None else pr.path for pr in profiles]
         s_now = np.zeros(n)
         lateral = np.zeros(n)
         # Sampled corridor ahead of each agent: (N, K, 2) points, arc lengths, speed caps.
@@ -88,34 +124,25 @@ class IdmCore:
         stop_at = np.full(n, np.inf)  # arc length of a virtual stopped obstacle (m, along the path)
         requests: list[JunctionRequest] = []
         entry_s: dict[int, float] = {}
-        for row, (slot, path) in enumerate(zip(slots, paths, strict=True)):
-            if path is None:
+        steps = np.arange(k_count) * SAMPLE_M
+        for row, (slot, profile) in enumerate(zip(slots, profiles, strict=True)):
+            if profile is None:
                 stop_at[row] = 0.0
                 ahead[row] = a.xy[slot]
                 continue
+            path = profile.path
             s_proj, lat_proj, _ = geometry.project_to_polyline(a.xy[slot][None], path.points)
             s_now[row], lateral[row] = s_proj[0], lat_proj[0]
-            targets = s_now[row] + np.arange(k_count) * SAMPLE_M
+            targets = s_now[row] + steps
             ahead[row] = geometry.interpolate_polyline(path.points, path.s, targets)
             ahead_s[row] = targets
-            lanes = [inp.graph[i] for i in path.lane_ids]
-            owner = np.clip(np.searchsorted(path.s, np.minimum(targets, path.s[-1]), side="left"), 0,
-                            len(path.s) - 1)
-            limit = np.array([lane.speed_limit_mps for lane in lanes])[path.lane_index[owner]]
-            kappa = geometry.curvature(ahead[row])
-            ahead_cap[row] = np.minimum(limit * p.speed_factor,
-                                        np.sqrt(p.max_lat_accel_mps2 / np.maximum(kappa, 1e-4)))
-            ahead_cap[row][targets > path.s[-1]] = np.inf
+            ahead_cap[row] = np.where(targets > path.s[-1], np.inf, np.interp(targets, path.s, profile.cap))
             stop_at[row] = path.s[-1]  # the road is not known past here (yet)
-            start = 0.0
-            for k, lane in enumerate(lanes):
-                if k > 0 and lane.lane_type == LaneType.CONNECTOR:
-                    dist = start - s_now[row]
-                    if 0.0 <= dist <= p.junction_approach_m:
-                        requests.append(JunctionRequest(int(a.id[slot]), lane.id, dist))
-                        entry_s[int(a.id[slot])] = start
-                    break
-                start += lane.length_m
+            if profile.connector >= 0:
+                dist = profile.connector_s - s_now[row]
+                if 0.0 <= dist <= p.junction_approach_m:
+                    requests.append(JunctionRequest(int(a.id[slot]), profile.connector, dist))
+                    entry_s[int(a.id[slot])] = profile.connector_s
         occupied = self._occupied_connectors(inp)
         granted = grant_connectors(inp.graph, self.conflicts, occupied, requests)
         for row, slot in enumerate(slots):

@@ -41,15 +41,15 @@ def run_episode(config: SessionConfig, record_path: Path | None = None,
 
         writer = RecordingWriter(record_path, config)
     try:
-        obs = session.reset()
+        session.reset()
         if writer is not None:
             writer.write_frame(session.frame())
-        while not obs.done:
-            obs = session.step()
+        while not session.done:
+            session.advance()
             if writer is not None:
                 writer.write_frame(session.frame())
             if on_progress is not None:
-                on_progress(obs.km)
+                on_progress(session.metrics.distance_m / 1000.0)
         report = session.report()
         if tile_samples:
             report["tile_ms_samples"] = [round(float(ms), 3) for ms in session.metrics.tile_ms]

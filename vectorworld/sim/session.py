@@ -187,7 +187,12 @@ class Session:
 
     # ----------------------------------------------------------------- stepping
     def step(self, command: EgoCommand | None = None, expected_step: int | None = None) -> Observation:
-        """Advance 0.1 s. ``command`` None lets the session's built-in planner drive the ego."""
+        """Advance 0.1 s and observe. ``command`` None lets the session's built-in planner drive."""
+        self.advance(command, expected_step)
+        return self.observe()
+
+    def advance(self, command: EgoCommand | None = None, expected_step: int | None = None) -> None:
+        """Advance 0.1 s without building an observation (batch rollouts use this)."""
         if self.done:
             raise EpisodeFinishedError(f"episode already ended ({self.end_reason.value}) at step "
                                        f"{self.step_index}; reset or create a new session")
@@ -231,7 +236,6 @@ class Session:
         self._retire()
         self._update_end(step_metrics)
         self.wall_s += time.perf_counter() - t0
-        return self.observe()
 
     def _ego_next(self, command: EgoCommand) -> tuple[np.ndarray, float, float]:
         a, e = self.agents, self.ego_slot

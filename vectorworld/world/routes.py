@@ -78,6 +78,8 @@ class RouteBook:
         whenever another successor exists.
         """
         route = self.routes.get(agent_id)
+        if route:
+            route[:] = [i for i in route if i in graph]  # lanes may have been retired
         if not route:
             return
         while route_length(graph, route[1:]) < self.min_ahead_m:
