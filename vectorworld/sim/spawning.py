@@ -12,7 +12,8 @@ from vectorworld.scene import Agents
 
 EGO_CLEARANCE_M = 30.0
 """Agents are never spawned closer than this to the ego (no collision caused by spawning)."""
-AGENT_CLEARANCE_M = 6.0
+AGENT_CLEARANCE_M = 3.0
+"""Spawns closer than this (centre to centre) to an agent already in the world are skipped."""
 
 
 class SpawnBook:

@@ -154,11 +154,14 @@ class StreamingWorld:
         content = self.generator.generate(request)
         latency_ms = (time.perf_counter() - t0) * 1e3
         generated = self._commit(frame, content, latency_ms)
-        # A port the generator could not continue would be asked for again forever: remember it.
+        # A port the generator could not continue would be asked for again forever: remember it. Ports
+        # on the tile border that head outward are left open on purpose (the next tile continues them).
         for p in ports:
             lane = self.graph[p.lane_id] if p.lane_id in self.graph else None
-            if lane is not None and ((p.is_out and not lane.successors)
-                                     or (not p.is_out and not lane.predecessors)):
+            still_open = lane is not None and ((p.is_out and not lane.successors)
+                                               or (not p.is_out and not lane.predecessors))
+            inside = bool(frame.contains(p.xy, -1.0))
+            if still_open and (p.lane_id == port.lane_id or inside):
                 self._exhausted_ports.add(p.lane_id)
         return generated
 

@@ -1,0 +1,143 @@
+"""The learned tile generator end to end: context, candidate choice, exact stitching, spawns, fallback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import tests.straight_world  # noqa: F401  (registers the "test-straight" fallback generator)
+from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
+from vectorworld.generation.egr_dit import DiTConfig
+from vectorworld.generation.learned import LearnedTileGenerator
+from vectorworld.generation.outpaint import OutpaintModel
+from vectorworld.generation.tile_context import build_context
+from vectorworld.generation.tile_tensors import EDGE_SUCC, HALF_TILE_M, LANE_POINTS
+from vectorworld.generation.vae import VAEConfig
+from vectorworld.scene import Lane, LaneGraph
+
+YAW = 0.4
+CENTER = np.array([100.0, -50.0])
+
+
+def _request(seed: int = 0) -> TileRequest:
+    """Two known parallel lanes ending at the tile centre (the partition), heading along the tile's yaw."""
+    frame = TileFrame(CENTER, YAW)
+    graph = LaneGraph()
+    ports = []
+    for k, y in enumerate((0.0, 3.5)):
+        local = np.stack([np.linspace(-40.0, 0.0, 11), np.full(11, y)], -1)
+        lane = Lane(k, frame.to_global(local), right_neighbors=(0,) if k == 1 else (),
+                    left_neighbors=(1,) if k == 0 else ())
+        graph.add([lane])
+        xy, yaw = lane.end_pose
+        ports.append(Port(k, xy, yaw, 3.5, 12.0, True))
+    return TileRequest(frame=frame, ports=tuple(ports), graph=graph, lane_ids=IdAllocator(100),
+                       rng=np.random.default_rng(seed), existing_agents_xy=frame.to_global(np.array([[30.0, 20.0]])))
+
+
+def test_context_holds_known_lanes_and_ports() -> None:
+    ctx = build_context(_request(), max_lanes=12, max_agents=8)
+    assert ctx.known_ids == (0, 1)
+    assert ctx.tiles.lane_cond.sum() == 2 and ctx.tiles.lane_valid.sum() == 2
+    np.testing.assert_allclose(ctx.tiles.lane_points[0, -1], [0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(ctx.tiles.lane_points[0, 0], [-HALF_TILE_M, 0.0], atol=1e-6)
+    assert [p.is_out for p in ctx.ports] == [True, True]
+    np.testing.assert_allclose(ctx.ports[1].xy, [0.0, 3.5], atol=1e-9)
+    assert not ctx.hints[:2].any() and not ctx.hints[4:].any()   # ports hint the first frontier slots
+    np.testing.assert_allclose(ctx.hints[3], [1, 0, 0, 3.5 / 32, 1, 0], atol=1e-6)
+
+
+class _ScriptedVAE(torch.nn.Module):
+    def __init__(self, config: VAEConfig, edges: torch.Tensor) -> None:
+        super().__init__()
+        self.config = config
+        self.edges = edges
+
+    def decode(self, z: torch.Tensor, with_edges: bool = True) -> dict[str, torch.Tensor]:
+        return {"edge_logits": torch.nn.functional.one_hot(self.edges, 5).float()[None] * 10.0}
+
+
+class _ScriptedModel:
+    """Stands in for OutpaintModel: candidate 0 leaves a port open, candidate 1 continues both lanes
+    (with small gaps that stitching must close) and places one moving car and one overlapping car."""
+
+    def __init__(self) -> None:
+        self.cfg = VAEConfig(max_lanes=12, max_agents=8)
+        edges = torch.zeros(12, 12, dtype=torch.long)
+        edges[2, 4] = EDGE_SUCC
+        self.vae = _ScriptedVAE(self.cfg, edges)
+
+    def outpaint(self, context, sampler, generator):
+        c, n_l, n_a = sampler.candidates, self.cfg.max_lanes, self.cfg.max_agents
+        lanes = np.zeros((c, n_l, LANE_POINTS, 2))
+        logits = np.full((c, n_l), -10.0)
+        x = np.linspace(0.4, 31.0, LANE_POINTS)
+        lanes[:, 2] = np.stack([np.linspace(0.6, 15.0, LANE_POINTS), np.full(LANE_POINTS, 0.3)], -1)
+        lanes[:, 4] = np.stack([np.linspace(15.4, 31.5, LANE_POINTS), np.full(LANE_POINTS, 0.1)], -1)
+        lanes[:, 3] = np.stack([x, np.full(LANE_POINTS, 3.9)], -1)
+        logits[:, [2, 4]] = 10.0
+        logits[1:, 3] = 10.0                       # candidate 0 lacks the second lane
+        agent = np.zeros((c, n_a, 23))
+        agent_logit = np.full((c, n_a), -10.0)
+        for slot, (ax, ay) in enumerate(((10.0, 0.3), (11.0, 0.4))):
+            agent[:, slot, :7] = [ax / 32, ay / 32, 0.8, 1.0, 0.0, 0.1, 0.0]
+            agent[:, slot, 7] = 5.0                # vehicle
+            agent[:, slot, 11:] = np.linspace(-0.5, 0.0, 12)
+            agent_logit[:, slot] = 10.0
+        t = torch.as_tensor
+        decoded = {"lane_feat": t(lanes.reshape(c, n_l, -1) / HALF_TILE_M, dtype=torch.float32),
+                   "lane_logit": t(logits, dtype=torch.float32),
+                   "agent_feat": t(agent, dtype=torch.float32), "agent_logit": t(agent_logit, dtype=torch.float32)}
+        return decoded, torch.zeros(c, n_l + n_a, 16)
+
+
+def test_generate_picks_valid_candidate_and_stitches_exactly() -> None:
+    gen = LearnedTileGenerator(model=_ScriptedModel(), candidates=3, fallback="test-straight")
+    request = _request()
+    content = gen.generate(request)
+    assert not content.used_fallback
+    assert gen.last_diagnostics.valid_candidates == 2 and gen.last_diagnostics.candidates == 3
+    assert len(content.lanes) == 3
+    by_id = {lane.id: lane for lane in content.lanes}
+    links = dict(content.links)
+    assert set(links) == {0, 1}
+    for port in request.ports:
+        new = by_id[links[port.lane_id]]
+        assert np.linalg.norm(new.points[0] - port.xy) <= 0.01
+    first = by_id[links[0]]
+    assert len(first.successors) == 1
+    second = by_id[first.successors[0]]
+    assert second.predecessors == (first.id,)
+    assert np.linalg.norm(first.points[-1] - second.points[0]) <= 0.01
+    for lane in (second, by_id[links[1]]):               # free ends reach the tile border
+        end = request.frame.to_local(lane.points[-1])
+        assert abs(np.max(np.abs(end)) - HALF_TILE_M) < 1e-6
+    assert gen.last_diagnostics.raw_gaps_m.max() > 0.3 and gen.last_diagnostics.stitched_gaps_m.max() <= 0.01
+    agents = content.agents
+    assert len(agents) == 1                               # the second car overlaps the first
+    assert agents.lane_id[0] == first.id
+    np.testing.assert_allclose(agents.yaw[0], YAW, atol=1e-6)
+    assert np.abs(agents.motion_code[0]).sum() > 0          # warm start from the decoded motion code
+    assert agents.speed[0] == pytest.approx(8.0, abs=1e-4)
+
+
+def test_untrained_model_falls_back() -> None:
+    vae = VAEConfig(max_lanes=12, max_agents=8, hidden=16, latent=4)
+    model = OutpaintModel(vae, DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2,
+                                         edge_dim=4)).eval()
+    gen = LearnedTileGenerator(model=model, fallback="test-straight")
+    content = gen.generate(_request())
+    assert content.used_fallback and gen.last_diagnostics.used_fallback
+    assert {a for a, _ in content.links} == {0, 1}
+    again = LearnedTileGenerator(model=model, fallback="test-straight").generate(_request())
+    assert [lane.id for lane in again.lanes] == [lane.id for lane in content.lanes]
+
+
+def test_import_is_light() -> None:
+    code = "import sys, vectorworld.generation.learned; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,54 @@
+"""Validity filter and exact stitching of candidate lanes (tile frame)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vectorworld.generation.stitching import (
+    FrontierPort,
+    StitchConfig,
+    check_candidate,
+    dense_reference,
+    stitch,
+)
+
+
+def _line(a: tuple[float, float], b: tuple[float, float], n: int = 20) -> np.ndarray:
+    return np.linspace(np.array(a), np.array(b), n)
+
+
+PORTS = [FrontierPort(0, np.array([0.0, 0.0]), 0.0, True), FrontierPort(1, np.array([0.0, 3.5]), 0.0, True)]
+KNOWN = dense_reference([_line((-30.0, 0.0), (0.0, 0.0)), _line((-30.0, 3.5), (0.0, 3.5))])
+
+
+def test_valid_candidate_is_stitched_exactly() -> None:
+    lanes = np.stack([_line((0.8, 0.5), (31.0, 0.3)), _line((0.5, 3.9), (20.0, 3.6)),
+                      _line((20.6, 3.8), (30.5, 3.5))])
+    config = StitchConfig()
+    check = check_candidate(lanes, PORTS, KNOWN, config)
+    assert check.valid, check
+    assert check.port_lane == {0: 0, 1: 1} and check.successors == [(1, 2)]
+    out = stitch(lanes, check, PORTS, config)
+    assert np.array_equal(out[0][0], PORTS[0].xy) and np.array_equal(out[1][0], PORTS[1].xy)
+    assert np.linalg.norm(out[1][-1] - out[2][0]) <= 1e-9
+    for lane in (out[0], out[2]):          # free ends move onto the border
+        assert abs(abs(lane[-1, 0]) - 32.0) < 1e-6
+    assert np.max(np.abs(np.concatenate(out))) <= 32.0 + 1e-9
+
+
+def test_dangling_end_and_missing_port_are_invalid() -> None:
+    config = StitchConfig()
+    dangling = np.stack([_line((0.5, 0.0), (31.0, 0.0)), _line((0.3, 3.5), (12.0, 3.5))])
+    check = check_candidate(dangling, PORTS, KNOWN, config)
+    assert not check.valid and check.dangling == 1 and check.unmatched_ports == 0
+    missing = np.stack([_line((0.5, 0.0), (31.0, 0.0))])
+    check = check_candidate(missing, PORTS, KNOWN, config)
+    assert not check.valid and check.unmatched_ports == 1
+
+
+def test_duplicates_of_known_lanes_are_dropped() -> None:
+    lanes = np.stack([_line((-25.0, 0.2), (-2.0, 0.2)), _line((0.5, 0.0), (31.0, 0.0)),
+                      _line((0.5, 3.5), (31.0, 3.5)), _line((0.6, 3.4), (31.0, 3.3))])
+    check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
+    assert check.keep.tolist() == [1, 2]
+    assert check.valid

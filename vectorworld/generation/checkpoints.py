@@ -1,0 +1,77 @@
+"""Checkpoints of the learned generator: one folder with ``model.safetensors`` and ``config.json``.
+
+Weights of several modules share one safetensors file under prefixes (``vae.``, ``dit.``); the JSON holds
+the format tag, each module's config and free-form metadata (latent scale, training recipe). Anything
+missing, corrupt or not matching the model raises :class:`vectorworld.errors.CheckpointError`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from vectorworld.errors import CheckpointError
+
+FORMAT = "vectorworld-generator"
+VERSION = 1
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+
+
+def save_checkpoint(folder: str | Path, modules: dict[str, nn.Module], config: dict[str, object]) -> Path:
+    """Write the modules' weights (float32) and ``config`` (JSON-serialisable) to ``folder``."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {f"{name}.{key}": value.detach().to("cpu", torch.float32).contiguous()
+               for name, module in modules.items() for key, value in module.state_dict().items()}
+    save_file(tensors, str(folder / WEIGHTS_FILE))
+    meta = {"format": FORMAT, "version": VERSION, "modules": sorted(modules), **config}
+    (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
+    return folder
+
+
+def read_config(folder: str | Path) -> dict[str, object]:
+    """The checkpoint's JSON config; CheckpointError if missing, unparsable or of another format."""
+    path = Path(folder) / CONFIG_FILE
+    try:
+        meta = json.loads(path.read_text())
+    except FileNotFoundError as err:
+        raise CheckpointError(f"checkpoint config not found: {path}") from err
+    except (OSError, ValueError) as err:
+        raise CheckpointError(f"checkpoint config {path} is not valid JSON: {err}") from err
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise CheckpointError(f"{path} is not a {FORMAT} v{VERSION} checkpoint config")
+    return meta
+
+
+def load_weights(folder: str | Path, modules: dict[str, nn.Module]) -> None:
+    """Load weights into ``modules`` (strict: every key present with the right shape, nothing extra)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(folder) / WEIGHTS_FILE
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint weights not found: {path}")
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        raise CheckpointError(f"checkpoint weights {path} are corrupt: {err}") from err
+    for name, module in modules.items():
+        prefix = f"{name}."
+        state = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+        expected = module.state_dict()
+        missing = sorted(set(expected) - set(state))
+        extra = sorted(set(state) - set(expected))
+        if missing or extra:
+            raise CheckpointError(f"checkpoint {path} does not match module {name!r}: "
+                                  f"missing {missing[:3]}, unexpected {extra[:3]}")
+        for key, value in state.items():
+            if tuple(value.shape) != tuple(expected[key].shape):
+                raise CheckpointError(f"checkpoint {path}: {name}.{key} has shape {tuple(value.shape)}, "
+                                      f"the model expects {tuple(expected[key].shape)}")
+        module.load_state_dict(state, strict=True)

@@ -1,0 +1,247 @@
+"""The learned VectorWorld tile generator: gated VAE + EGR-DiT + one-step MeanFlow outpainting.
+
+``generate(request)``: encode the known lanes inside the tile frame (condition tokens), sample a batch of
+candidate completions in one network call per step, decode them, keep the best candidate that passes the
+validity filter (ports continued, no dangling ends, no duplicate of a known lane), stitch it exactly onto
+the ports and its own junctions, and spawn the decoded agents that pass the spawn filter (warm start: each
+spawn carries its decoded motion code). When no candidate is valid the procedural generator answers
+(``used_fallback=True``). A tile without any known lane (the first tile) also comes from the procedural
+generator: there is nothing to outpaint from.
+
+This module imports quickly: torch and the weights load lazily on the first ``generate``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.generation.base import (
+    AgentSpawns,
+    IdAllocator,
+    TileContent,
+    TileFrame,
+    TileGenerator,
+    TileRequest,
+    make_generator,
+    register_generator,
+)
+from vectorworld.generation.spawn_filter import SpawnFilterConfig, filter_spawns
+from vectorworld.generation.stitching import (
+    CandidateCheck,
+    StitchConfig,
+    check_candidate,
+    dense_reference,
+    stitch,
+)
+from vectorworld.generation.tile_context import TileContext, build_context
+from vectorworld.generation.tile_tensors import (
+    EDGE_LEFT,
+    EDGE_RIGHT,
+    EDGE_SUCC,
+    HALF_TILE_M,
+    LANE_POINTS,
+    MOTION_POINTS,
+    MOTION_SCALE_M,
+    NUM_AGENT_TYPES,
+    decode_agent_state,
+    stack_tiles,
+)
+from vectorworld.scene import AgentType, Lane
+
+if TYPE_CHECKING:
+    from vectorworld.generation.outpaint import OutpaintModel
+
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+"""The shipped checkpoint folder (model.safetensors + config.json)."""
+
+
+@dataclass(frozen=True)
+class TileDiagnostics:
+    """What happened in the last ``generate`` call (for the fidelity metrics of DESIGN §8).
+
+    raw_gaps_m / stitched_gaps_m: endpoint gaps (m) over the winner's successor links (model-predicted edges
+    among new lanes, and port links) before and after stitching; valid_candidates: how many candidates
+    passed the filter; used_fallback: the procedural generator answered.
+    """
+
+    raw_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    stitched_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    valid_candidates: int = 0
+    candidates: int = 0
+    used_fallback: bool = False
+    decoded_agents: int = 0
+    kept_agents: int = 0
+
+
+_AGENT_TYPES = np.array([AgentType.VEHICLE, AgentType.PEDESTRIAN, AgentType.CYCLIST, AgentType.OTHER], np.int8)
+
+
+@register_generator("learned")
+class LearnedTileGenerator(TileGenerator):
+    """Outpaints frontier tiles with the learned model (see module docstring)."""
+
+    name = "learned"
+
+    def __init__(self, checkpoint: str | Path | None = None, sampler: str = "meanflow", steps: int = 1,
+                 candidates: int = 4, exist_threshold: float = 0.5, fallback: str = "procedural",
+                 num_threads: int | None = None, model: OutpaintModel | None = None,
+                 stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None
+                 ) -> None:
+        from vectorworld.errors import ConfigError
+
+        if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1:
+            raise ConfigError(f"invalid learned sampler settings: {sampler!r}, steps={steps}, "
+                              f"candidates={candidates}")
+        self.checkpoint = Path(checkpoint) if checkpoint is not None else WEIGHTS_DIR
+        self.sampler_name, self.steps, self.candidates = sampler, steps, candidates
+        self.exist_threshold = exist_threshold
+        self.fallback_name = fallback
+        self.num_threads = num_threads
+        self.stitch_config = stitch_config or StitchConfig()
+        self.spawn_config = spawn_config or SpawnFilterConfig()
+        self._model = model
+        self._fallback: TileGenerator | None = None
+        self.last_diagnostics = TileDiagnostics()
+
+    # ------------------------------------------------------------------ lazily built parts
+    @property
+    def model(self) -> OutpaintModel:
+        """The network, loaded from ``checkpoint`` on first use (CheckpointError if unusable)."""
+        if self._model is None:
+            from vectorworld.generation.outpaint import OutpaintModel
+
+            self._model = OutpaintModel.load(self.checkpoint)
+        return self._model
+
+    @property
+    def fallback(self) -> TileGenerator:
+        if self._fallback is None:
+            self._fallback = make_generator(self.fallback_name)
+        return self._fallback
+
+    def first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator) -> TileContent:
+        return self.fallback.first_tile(frame, lane_ids, rng)
+
+    def _fall_back(self, request: TileRequest, diagnostics: TileDiagnostics) -> TileContent:
+        self.last_diagnostics = diagnostics
+        content = self.fallback.generate(request)
+        return TileContent(content.lanes, content.links, content.agents, used_fallback=True)
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, request: TileRequest) -> TileContent:
+        import torch
+
+        from vectorworld.generation.outpaint import SamplerConfig
+        from vectorworld.generation.vae import batch_to_torch
+
+        model = self.model
+        vae_cfg = model.vae.config
+        ctx = build_context(request, vae_cfg.max_lanes, vae_cfg.max_agents)
+        seed = int(request.rng.integers(0, 2**62))
+        if not ctx.known_ids:
+            if len(request.graph) == 0 and not request.ports:
+                self.last_diagnostics = TileDiagnostics()
+                return self.first_tile(request.frame, request.lane_ids, request.rng)
+            return self._fall_back(request, TileDiagnostics(used_fallback=True))
+        sampler = SamplerConfig(self.sampler_name, self.steps, self.candidates)
+        threads = torch.get_num_threads()
+        if self.num_threads is not None:
+            torch.set_num_threads(self.num_threads)
+        try:
+            with torch.inference_mode():
+                batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]})
+                decoded, z = model.outpaint(batch, sampler, torch.Generator().manual_seed(seed))
+                lane_feat = decoded["lane_feat"].numpy()
+                lane_prob = torch.sigmoid(decoded["lane_logit"]).numpy()
+                agent_feat = decoded["agent_feat"].numpy()
+                agent_prob = torch.sigmoid(decoded["agent_logit"]).numpy()
+                frontier = ~ctx.tiles.lane_cond
+                known = dense_reference(list(ctx.known_points))
+                lanes = lane_feat.reshape(len(lane_feat), -1, LANE_POINTS, 2) * HALF_TILE_M
+                checks, slots = [], []
+                for c in range(len(lanes)):
+                    slot = np.flatnonzero(frontier & (lane_prob[c] > self.exist_threshold))
+                    slots.append(slot)
+                    checks.append(check_candidate(lanes[c, slot], list(ctx.ports), known, self.stitch_config))
+                best = max(range(len(checks)), key=lambda c: (checks[c].score(), -c))
+                n_valid = sum(ch.valid for ch in checks)
+                if not checks[best].valid:
+                    return self._fall_back(request, TileDiagnostics(candidates=len(checks), used_fallback=True))
+                edge_types = model.vae.decode(z[best:best + 1])["edge_logits"][0].argmax(-1).numpy()
+        finally:
+            torch.set_num_threads(threads)
+        check, slot = checks[best], slots[best][checks[best].keep]
+        raw = lanes[best, slot]
+        stitched = stitch(lanes[best, slots[best]], check, list(ctx.ports), self.stitch_config)
+        content, diag = self._assemble(request, ctx, raw, stitched, check, slot, edge_types,
+                                       agent_feat[best], agent_prob[best])
+        self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
+                                                valid_candidates=n_valid, candidates=len(checks),
+                                                decoded_agents=diag[2], kept_agents=len(content.agents))
+        return content
+
+    def _assemble(self, request: TileRequest, ctx: TileContext, raw: np.ndarray, stitched: list[np.ndarray],
+                  check: CandidateCheck,
+                  slot: np.ndarray, edge_types: np.ndarray, agent_feat: np.ndarray, agent_prob: np.ndarray
+                  ) -> tuple[TileContent, tuple[np.ndarray, np.ndarray, int]]:
+        """Turn the stitched winner (tile frame) into global lanes, links and agent spawns."""
+        frame = request.frame
+        n = len(stitched)
+        ids = [request.lane_ids() for _ in range(n)]
+        succ = {i: [] for i in range(n)}
+        for i, j in check.successors:
+            succ[i].append(j)
+        pred = {i: [j for j in range(n) if i in succ[j]] for i in range(n)}
+        width = np.full(n, 3.5)
+        speed = np.full(n, 13.9)
+        links: list[tuple[int, int]] = []
+        port_gaps_raw, port_gaps = [], []
+        for port_index, lane in check.port_lane.items():
+            port = request.ports[port_index]
+            local = next(p for p in ctx.ports if p.index == port_index)
+            width[lane], speed[lane] = port.width_m, port.speed_limit_mps
+            end = 0 if port.is_out else -1
+            port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
+            port_gaps.append(float(np.linalg.norm(stitched[lane][end] - local.xy)))
+            links.append((port.lane_id, ids[lane]) if port.is_out else (ids[lane], port.lane_id))
+        model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[slot[i], slot[j]] == EDGE_SUCC]
+        raw_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ] + port_gaps_raw
+        stitched_gaps = [float(np.linalg.norm(stitched[i][-1] - stitched[j][0])) for i, j in model_succ]
+        stitched_gaps += port_gaps
+        lanes = []
+        for i in range(n):
+            left = tuple(ids[j] for j in range(n) if j != i and edge_types[slot[i], slot[j]] == EDGE_LEFT)
+            right = tuple(ids[j] for j in range(n) if j != i and edge_types[slot[i], slot[j]] == EDGE_RIGHT)
+            lanes.append(Lane(id=ids[i], points=frame.to_global(stitched[i]), width_m=float(width[i]),
+                              speed_limit_mps=float(speed[i]), successors=tuple(ids[j] for j in succ[i]),
+                              predecessors=tuple(ids[j] for j in pred[i]), left_neighbors=left,
+                              right_neighbors=right))
+        agents, decoded = self._spawn(request, stitched, ids, agent_feat, agent_prob)
+        content = TileContent(lanes=tuple(lanes), links=tuple(links), agents=agents)
+        return content, (np.array(raw_gaps), np.array(stitched_gaps), decoded)
+
+    def _spawn(self, request: TileRequest, lanes_local: list[np.ndarray], ids: list[int],
+               agent_feat: np.ndarray, agent_prob: np.ndarray) -> tuple[AgentSpawns, int]:
+        """Decoded frontier agents that pass the spawn filter, in the global frame."""
+        exist = agent_prob > self.exist_threshold
+        if not request.spawn_agents or not exist.any() or not lanes_local:
+            return AgentSpawns.none(), int(exist.sum())
+        feat = agent_feat[exist]
+        state = decode_agent_state(feat[:, :7])
+        types = feat[:, 7:7 + NUM_AGENT_TYPES].argmax(-1)
+        motion = feat[:, 7 + NUM_AGENT_TYPES:].reshape(-1, MOTION_POINTS, 2) * MOTION_SCALE_M
+        existing = request.frame.to_local(np.asarray(request.existing_agents_xy, np.float64).reshape(-1, 2))
+        keep, lane = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
+        state, types, motion, lane = state[keep], types[keep], motion[keep], lane[keep]
+        yaw = geometry.wrap_angle(np.arctan2(state[:, 4], state[:, 3]) + request.frame.yaw)
+        spawns = AgentSpawns(
+            xy=request.frame.to_global(state[:, :2]), yaw=yaw, speed=state[:, 2].astype(np.float64),
+            length=state[:, 5].astype(np.float64), width=state[:, 6].astype(np.float64),
+            agent_type=_AGENT_TYPES[types], lane_id=np.array([ids[k] if k >= 0 else -1 for k in lane], np.int64),
+            motion_code=np.where(state[:, 2:3, None] < 0.2, 0.0, motion).astype(np.float64))
+        return spawns, int(exist.sum())

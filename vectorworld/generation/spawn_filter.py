@@ -1,0 +1,76 @@
+"""Validity filter of decoded agents (tile frame): on a lane, aligned with it, clear of other agents.
+
+Vehicles must lie within ``max_lane_offset_m`` of a lane centreline and within ``max_heading_rad`` of its
+direction; pedestrians and cyclists only need to be inside the tile. Boxes may not overlap each other, and
+no spawn may come closer than ``clearance_m`` + its half length to an agent already in the world.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.generation.tile_tensors import HALF_TILE_M
+
+
+@dataclass(frozen=True)
+class SpawnFilterConfig:
+    max_lane_offset_m: float = 2.0
+    max_heading_rad: float = np.deg2rad(25.0)
+    clearance_m: float = 1.0
+    min_x_m: float = 0.0
+    """Spawns must lie in the generated half (tile-frame x >= this)."""
+
+
+def nearest_lane(xy: np.ndarray, yaw: np.ndarray, lanes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray,
+                                                                                    np.ndarray]:
+    """For points (M, 2) with headings (M,): index of the best lane (M,) (-1 if none), distance to its
+    centreline (M,) m and absolute heading error (M,) rad. Lanes are polylines (N_i, 2), same frame."""
+    m = len(xy)
+    best = np.full(m, -1, np.int64)
+    best_off = np.full(m, np.inf)
+    best_err = np.full(m, np.pi)
+    best_cost = np.full(m, np.inf)
+    for k, pts in enumerate(lanes):
+        _, _, heading = geometry.project_to_polyline(xy, pts)
+        off = geometry.point_segment_distance(xy, pts[:-1], pts[1:]).min(1)
+        err = np.abs(geometry.wrap_angle(yaw - heading))
+        cost = off + 4.0 * err
+        better = cost < best_cost
+        best[better], best_off[better], best_err[better], best_cost[better] = k, off[better], err[better], \
+            cost[better]
+    return best, best_off, best_err
+
+
+def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndarray],
+                  existing_xy: np.ndarray, config: SpawnFilterConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Which decoded agents to keep, and each one's lane index.
+
+    state: (M, 7) SI (x, y, speed, cos, sin, length, width), tile frame; agent_type: (M,) in [0, 4)
+    (0 = vehicle); lanes: candidate lanes (tile frame); existing_xy: (E, 2) tile frame.
+    Returns keep (M,) bool and lane index (M,) int64 (-1 if none). Greedy: earlier agents win overlaps.
+    """
+    m = len(state)
+    if m == 0:
+        return np.zeros(0, bool), np.zeros(0, np.int64)
+    xy = state[:, :2].astype(np.float64)
+    yaw = np.arctan2(state[:, 4], state[:, 3])
+    lane, off, err = nearest_lane(xy, yaw, lanes) if lanes else (np.full(m, -1), np.full(m, np.inf),
+                                                                  np.full(m, np.pi))
+    inside = (np.max(np.abs(xy), -1) <= HALF_TILE_M) & (xy[:, 0] >= config.min_x_m)
+    vehicle = agent_type == 0
+    on_lane = (off <= config.max_lane_offset_m) & (err <= config.max_heading_rad)
+    keep = inside & (~vehicle | on_lane)
+    if len(existing_xy):
+        gap = np.linalg.norm(xy[:, None] - existing_xy[None], axis=-1).min(1)
+        keep &= gap >= state[:, 5] / 2.0 + 2.5 + config.clearance_m
+    corners = geometry.box_corners(xy, yaw, state[:, 5], state[:, 6])
+    accepted: list[int] = []
+    for i in np.flatnonzero(keep):
+        if accepted and geometry.boxes_overlap(corners[i][None], corners[accepted]).any():
+            keep[i] = False
+            continue
+        accepted.append(int(i))
+    return keep, np.where(keep, lane, -1)

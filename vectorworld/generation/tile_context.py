@@ -1,0 +1,120 @@
+"""The known context of a frontier tile as model input: known lanes clipped to the tile, in the tile frame.
+
+At inference every known lane is a condition token; the frontier (the rest of the lane slots and all
+agent slots) is generated. Known agents are not tokens: the request only has their positions, so the
+learned generator is trained without back-half agents and keeps spawns clear of the known ones instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.generation.base import TileRequest
+from vectorworld.generation.stitching import FrontierPort
+from vectorworld.generation.tile_tensors import (
+    HALF_TILE_M,
+    HINT_FEATURES,
+    LANE_POINTS,
+    TileTensors,
+    edges_from_lists,
+    empty_tile,
+)
+
+
+@dataclass(frozen=True)
+class TileContext:
+    """Model input (batch of one) plus what is needed to map the answer back to the world.
+
+    tiles: the context as :class:`TileTensors` (no leading batch dimension);
+    known_ids: (K,) lane ids of the condition lane slots 0..K-1;
+    known_points: per known lane, its clipped polyline (tile frame, m);
+    ports: must-connect ports in the tile frame;
+    hints: (L, 6) port hints: port k is the hint of frontier slot K + k (see tile_tensors.port_hints).
+    """
+
+    tiles: TileTensors
+    known_ids: tuple[int, ...]
+    known_points: tuple[np.ndarray, ...]
+    ports: tuple[FrontierPort, ...]
+    hints: np.ndarray
+
+
+def _crossing(inside: np.ndarray, outside: np.ndarray, half: float) -> np.ndarray:
+    """The point on segment inside -> outside where it leaves the square [-half, half]^2 (bisection)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if np.max(np.abs(inside + mid * (outside - inside))) <= half:
+            lo = mid
+        else:
+            hi = mid
+    return inside + lo * (outside - inside)
+
+
+def clip_to_square(points: np.ndarray, half: float = HALF_TILE_M, spacing_m: float = 1.0) -> np.ndarray | None:
+    """The longest run of a polyline (N, 2) (tile frame) inside the square [-half, half]^2, densified at
+    ``spacing_m``; None if less than 2 m of it is inside."""
+    dense = geometry.resample_by_spacing(points, spacing_m)
+    inside = np.max(np.abs(dense), axis=-1) <= half + 1e-6
+    if not inside.any():
+        return None
+    padded = np.concatenate([[False], inside, [False]])
+    edges = np.flatnonzero(np.diff(padded.astype(np.int8)))
+    starts, stops = edges[::2], edges[1::2]
+    k = int(np.argmax(stops - starts))
+    run = dense[starts[k]:stops[k]]
+    if starts[k] > 0:        # extend to the exact border crossing
+        run = np.concatenate([_crossing(dense[starts[k]], dense[starts[k] - 1], half)[None], run])
+    if stops[k] < len(dense):
+        run = np.concatenate([run, _crossing(dense[stops[k] - 1], dense[stops[k]], half)[None]])
+    if len(run) < 2 or geometry.polyline_lengths(run)[-1] < 2.0:
+        return None
+    return run
+
+
+def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_margin_m: float = 0.5,
+                  port_min_x_m: float = -4.0) -> TileContext:
+    """Known lanes near the tile -> condition lane slots (nearest to the partition first), and the
+    must-connect ports: those inside the square by ``port_margin_m`` with tile-frame x >= ``port_min_x_m``
+    (the frontier; ports deep in the known half or on its outer border are not this tile's to close)."""
+    frame = request.frame
+    radius = HALF_TILE_M * np.sqrt(2.0) + 8.0
+    candidates = []
+    for lane_id in request.graph.near(np.asarray(frame.center_xy, np.float64), radius):
+        local = frame.to_local(request.graph[lane_id].points)
+        run = clip_to_square(local)
+        if run is not None:
+            candidates.append((float(np.min(np.abs(run[:, 0]))), lane_id, run))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    candidates = candidates[:max_lanes // 2]
+    tiles = empty_tile(max_lanes, max_agents)
+    ids = tuple(c[1] for c in candidates)
+    slot = {lane_id: i for i, lane_id in enumerate(ids)}
+    succ, left, right = [], [], []
+    for i, (_, lane_id, run) in enumerate(candidates):
+        lane = request.graph[lane_id]
+        tiles.lane_points[i] = geometry.resample_polyline(run, LANE_POINTS)
+        tiles.lane_valid[i] = True
+        tiles.lane_cond[i] = True
+        succ.append([slot[j] for j in lane.successors if j in slot])
+        left.append([slot[j] for j in lane.left_neighbors if j in slot])
+        right.append([slot[j] for j in lane.right_neighbors if j in slot])
+    tiles.edges[:] = edges_from_lists(succ, left, right, max_lanes)
+    ports = []
+    for index, port in enumerate(request.ports):
+        xy = frame.to_local(np.asarray(port.xy, np.float64))
+        if np.max(np.abs(xy)) > HALF_TILE_M - port_margin_m or xy[0] < port_min_x_m:
+            continue
+        ports.append(FrontierPort(index=index, xy=xy, yaw=float(geometry.wrap_angle(port.yaw - frame.yaw)),
+                                  is_out=port.is_out))
+    hints = np.zeros((max_lanes, HINT_FEATURES), np.float32)
+    for k, port in enumerate(ports[:max_lanes - len(ids)]):
+        row = hints[len(ids) + k]
+        row[0 if port.is_out else 1] = 1.0
+        row[2:4] = port.xy / HALF_TILE_M
+        row[4:6] = np.cos(port.yaw), np.sin(port.yaw)
+    return TileContext(tiles=tiles, known_ids=ids, known_points=tuple(c[2] for c in candidates),
+                       ports=tuple(ports), hints=hints)
