@@ -16,7 +16,7 @@ POLICY_MODULES = {
     "constant-velocity": "policies.constant_velocity",
     "log-replay": "policies.log_replay",
     "deltasim": "policies.deltasim",
-    "deltasim_unshaped": "policies.deltasim",
+    "deltasim-unshaped": "policies.deltasim",
 }
 
 

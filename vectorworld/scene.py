@@ -133,6 +133,10 @@ class LaneGraph:
                     right_neighbors=tuple(i for i in lane.right_neighbors if i not in removed),
                 )
 
+    def set_type(self, lane_id: int, lane_type: LaneType) -> None:
+        """Change a lane's type (e.g. mark a through-lane crossed by a connector as part of a junction)."""
+        self.lanes[lane_id] = dataclasses.replace(self.lanes[lane_id], lane_type=lane_type)
+
     def connect(self, from_id: int, to_id: int) -> None:
         """Add the successor edge from_id -> to_id (and the matching predecessor edge)."""
         a, b = self.lanes[from_id], self.lanes[to_id]

@@ -52,3 +52,10 @@ def test_duplicates_of_known_lanes_are_dropped() -> None:
     check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
     assert check.keep.tolist() == [1, 2]
     assert check.valid
+
+
+def test_isolated_debris_is_dropped_not_fatal() -> None:
+    lanes = np.stack([_line((0.5, 0.0), (31.0, 0.0)), _line((0.5, 3.5), (31.0, 3.5)),
+                      _line((10.0, 15.0), (16.0, 18.0))])              # touches nothing
+    check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
+    assert check.valid and check.keep.tolist() == [0, 1]

@@ -165,7 +165,8 @@ class LearnedTileGenerator(TileGenerator):
                 lanes = lane_feat.reshape(len(lane_feat), -1, LANE_POINTS, 2) * HALF_TILE_M
                 checks, slots = [], []
                 for c in range(len(lanes)):
-                    slot = np.flatnonzero(frontier & (lane_prob[c] > self.exist_threshold))
+                    finite = np.isfinite(lanes[c]).all((1, 2))
+                    slot = np.flatnonzero(frontier & finite & (lane_prob[c] > self.exist_threshold))
                     slots.append(slot)
                     checks.append(check_candidate(lanes[c, slot], list(ctx.ports), known, self.stitch_config))
                 best = max(range(len(checks)), key=lambda c: (checks[c].score(), -c))

@@ -107,14 +107,31 @@ def dense_reference(lanes: list[np.ndarray], spacing_m: float = 1.0) -> tuple[np
 
 def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: tuple[np.ndarray, np.ndarray],
                     config: StitchConfig) -> CandidateCheck:
-    """Check one candidate's new lanes (K, P, 2) (tile frame) against ports and known lanes."""
+    """Check one candidate's new lanes (K, P, 2) (tile frame) against ports and known lanes.
+
+    Lanes connected to nothing at either end (no port, no other new lane, away from the border) are
+    dropped as debris before the verdict; any other dangling end makes the candidate invalid.
+    """
+    check, isolated = _check(lanes, ports, known, config)
+    if not isolated:
+        return check
+    rest = np.array([k for pos, k in enumerate(check.keep) if pos not in isolated], np.int64)
+    sub, _ = _check(lanes[rest], ports, known, config, dedupe=False)
+    sub.keep = rest[sub.keep]
+    return sub
+
+
+def _check(lanes: np.ndarray, ports: list[FrontierPort], known: tuple[np.ndarray, np.ndarray],
+           config: StitchConfig, dedupe: bool = True) -> tuple[CandidateCheck, set[int]]:
+    """The candidate check proper; also returns the kept positions of lanes dangling at both ends."""
     keep: list[int] = []
     kept_pts = np.zeros((0, 2))
     kept_yaw = np.zeros(0)
     for k, pts in enumerate(lanes):
         if geometry.polyline_lengths(pts)[-1] < config.min_length_m:
             continue
-        if _duplicates(pts, known[0], known[1], config) or _duplicates(pts, kept_pts, kept_yaw, config):
+        if dedupe and (_duplicates(pts, known[0], known[1], config)
+                       or _duplicates(pts, kept_pts, kept_yaw, config)):
             continue
         keep.append(k)
         kept_pts = np.concatenate([kept_pts, pts])
@@ -139,19 +156,15 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: tuple[n
         best = int(np.argmin(np.where(ok, gap, np.inf)))
         used[best] = True
         check.port_lane[port.index] = best
-    for i in range(len(kept)):
-        for j in range(len(kept)):
-            if i != j and np.linalg.norm(ends[i] - starts[j]) < config.connect_m and _yaw_close(
-                    end_yaw[i], start_yaw[j], config.connect_yaw_rad):
-                check.successors.append((i, j))
-    has_succ = {i for i, _ in check.successors}
-    has_pred = {j for _, j in check.successors}
-    for i in range(len(kept)):
-        if not (start_used[i] or i in has_pred or border_distance(starts[i]) < config.border_m):
-            check.dangling += 1
-        if not (end_used[i] or i in has_succ or border_distance(ends[i]) < config.border_m):
-            check.dangling += 1
-    return check
+    joined = (np.linalg.norm(ends[:, None] - starts[None], axis=-1) < config.connect_m) & (
+        np.abs(geometry.wrap_angle(end_yaw[:, None] - start_yaw[None])) <= config.connect_yaw_rad)
+    np.fill_diagonal(joined, False)
+    check.successors = [(int(i), int(j)) for i, j in zip(*np.nonzero(joined), strict=True)]
+    start_ok = start_used | joined.any(0) | (border_distance(starts) < config.border_m)
+    end_ok = end_used | joined.any(1) | (border_distance(ends) < config.border_m)
+    check.dangling = int((~start_ok).sum() + (~end_ok).sum())
+    isolated = set(np.flatnonzero(~start_ok & ~end_ok).tolist())
+    return check, isolated
 
 
 def _blend(points: np.ndarray, d_start: np.ndarray, d_end: np.ndarray) -> np.ndarray:

@@ -101,19 +101,21 @@ def edges_from_lists(successors: list[list[int]], left: list[list[int]], right: 
 
 
 def _split_polyline(points: np.ndarray, x_split: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """Split a polyline (N, 2) crossing x = x_split once (from x < split to x > split). None otherwise."""
+    """Split a polyline (N, 2) that crosses x = x_split exactly once (either way) into its first and
+    second part (both at least 1 m long). None otherwise."""
     x = points[:, 0] - x_split
-    cross = np.nonzero((x[:-1] < 0.0) & (x[1:] >= 0.0))[0]
-    if len(cross) != 1 or np.any((x[:-1] >= 0.0) & (x[1:] < 0.0)):
+    side = x >= 0.0
+    cross = np.flatnonzero(side[:-1] != side[1:])
+    if len(cross) != 1:
         return None
     k = int(cross[0])
     f = -x[k] / (x[k + 1] - x[k])
     p = points[k] + f * (points[k + 1] - points[k])
-    back = np.concatenate([points[: k + 1], p[None]])
-    front = np.concatenate([p[None], points[k + 1:]])
-    if geometry.polyline_lengths(back)[-1] < 1.0 or geometry.polyline_lengths(front)[-1] < 1.0:
+    first = np.concatenate([points[: k + 1], p[None]])
+    second = np.concatenate([p[None], points[k + 1:]])
+    if geometry.polyline_lengths(first)[-1] < 1.0 or geometry.polyline_lengths(second)[-1] < 1.0:
         return None
-    return back, front
+    return first, second
 
 
 def partition_tile(points: list[np.ndarray], successors: list[list[int]], left: list[list[int]],
@@ -130,20 +132,20 @@ def partition_tile(points: list[np.ndarray], successors: list[list[int]], left: 
     succ = [list(s) for s in successors]
     lft, rgt = [list(s) for s in left], [list(s) for s in right]
     n = len(pts)
-    front_of: dict[int, int] = {}
+    second_of: dict[int, int] = {}
     for i in range(n):
         halves = _split_polyline(pts[i], 0.0)
         if halves is None:
             continue
-        front_of[i] = len(pts)
+        second_of[i] = len(pts)
         pts[i] = halves[0]
         pts.append(halves[1])
         succ.append(succ[i])
-        succ[i] = [front_of[i]]
-    for i in range(n):  # neighbours of split lanes: back parts keep theirs, front parts pair up
-        if i in front_of:
-            lft.append([front_of[j] for j in lft[i] if j in front_of])
-            rgt.append([front_of[j] for j in rgt[i] if j in front_of])
+        succ[i] = [second_of[i]]
+    for i in range(n):  # neighbours of split lanes: first parts keep theirs, second parts pair up
+        if i in second_of:
+            lft.append([second_of[j] for j in lft[i] if j in second_of])
+            rgt.append([second_of[j] for j in rgt[i] if j in second_of])
     cond = np.array([float(np.mean(p[:, 0])) < 0.0 for p in pts], bool)
     dist = np.array([float(np.min(np.abs(p[:, 0]))) for p in pts])
     known = sorted(np.flatnonzero(cond), key=lambda i: (dist[i], i))[:max_lanes // 2]

@@ -74,8 +74,14 @@ def track_trajectory(xy: np.ndarray, yaw: float, speed: float, poses: np.ndarray
     """(accel, steering) that follows ``poses`` (T, 3) given at dt_s, 2*dt_s, ... from now."""
     path = np.vstack([xy, poses[:, :2]])
     heading = np.array([np.cos(yaw), np.sin(yaw)])
-    # Feed-forward: the speed that reaches the first pose in one step (along the heading).
-    target_speed = max(float((poses[0, :2] - xy) @ heading) / dt_s, 0.0)
+    # Feed-forward: the planned speed of the first step. From the spacing of the planned poses when there
+    # are three or more (v1 = 2 v2 - v3, independent of how far the ego is off the plan), else the speed
+    # that reaches the first pose in one step along the heading.
+    if len(poses) >= 3:
+        gaps = np.linalg.norm(np.diff(poses[:3, :2], axis=0), axis=1) / dt_s
+        target_speed = max(2.0 * gaps[0] - gaps[1], 0.0)
+    else:
+        target_speed = max(float((poses[0, :2] - xy) @ heading) / dt_s, 0.0)
     accel = (target_speed - speed) / dt_s
     if target_speed < 0.05 and speed < 0.5:
         return -limits.max_decel_mps2, 0.0

@@ -79,7 +79,7 @@ class RouteBook:
         """
         route = self.routes.get(agent_id)
         if route:
-            route[:] = [i for i in route if i in graph]  # lanes may have been retired
+            _prune(route, graph)
         if not route:
             return
         while route_length(graph, route[1:]) < self.min_ahead_m:
@@ -101,8 +101,7 @@ class RouteBook:
         route = self.routes.get(agent_id)
         if route is None:
             return
-        while route and route[0] not in graph:
-            route.pop(0)
+        _prune(route, graph)
         while len(route) > 1:
             lane = graph[route[0]]
             s, _, _ = geometry.project_to_polyline(xy[None], lane.points)
@@ -120,3 +119,13 @@ class RouteBook:
         for agent_id in list(self.routes):
             if agent_id not in agent_ids:
                 del self.routes[agent_id]
+
+
+def _prune(route: list[int], graph: LaneGraph) -> None:
+    """Drop retired lanes at the start of a route, and cut it at the first retired lane after that."""
+    while route and route[0] not in graph:
+        route.pop(0)
+    for k, lane_id in enumerate(route):
+        if lane_id not in graph:
+            del route[k:]
+            break

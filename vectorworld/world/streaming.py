@@ -73,10 +73,10 @@ class StreamingWorld:
         lanes = [dataclasses.replace(lane, points=geometry.resample_by_spacing(lane.points, spacing_m))
                  if lane.length_m > 2 * spacing_m and len(lane.points) > lane.length_m / spacing_m + 2 else lane
                  for lane in lanes]
-        lanes = mark_junction_lanes(lanes)
         self.graph.add(lanes)
         for lane in lanes:
             self.drivable.add(lane)
+        self._mark_crossings([lane.id for lane in lanes])
         top = max((lane.id for lane in lanes), default=-1)
         self.lane_ids = IdAllocator(max(top + 1, 10_000_000))
 
@@ -178,8 +178,35 @@ class StreamingWorld:
         for a, b in content.links:
             if a in self.graph and b in self.graph:
                 self.graph.connect(a, b)
+        self._mark_crossings([lane.id for lane in lanes])
         self.tiles[tile_id] = tile
         return GeneratedTile(tile, content)
+
+    def _mark_crossings(self, new_ids: Sequence[int], max_length_m: float = 60.0) -> None:
+        """Mark as CONNECTOR every lane (new, or existing near the new ones) whose centreline crosses a
+        lane it is not connected to. Real maps do not label junction lanes, and a generated connector can
+        cut through a through-lane: either way, junction right of way must apply to both."""
+        import shapely
+
+        if not new_ids:
+            return
+        new_set = set(new_ids)
+        centre = np.mean([self.graph[i].points.mean(0) for i in new_ids], axis=0)
+        reach = max(np.linalg.norm(self.graph[i].points - centre, axis=-1).max() for i in new_ids)
+        ids = sorted(set(self.graph.near(centre, reach + 10.0)) | new_set)
+        lines = [shapely.LineString(self.graph[i].points) for i in ids]
+        tree = shapely.STRtree(lines)
+        left, right = tree.query(lines, predicate="crosses")
+        for a, b in zip(left, right, strict=True):
+            la, lb = self.graph[ids[a]], self.graph[ids[b]]
+            if a == b or not ({la.id, lb.id} & new_set):
+                continue
+            related = set(la.successors + la.predecessors + la.left_neighbors + la.right_neighbors)
+            if lb.id in related:
+                continue
+            for lane in (la, lb):
+                if lane.lane_type != LaneType.CONNECTOR and lane.length_m <= max_length_m:
+                    self.graph.set_type(lane.id, LaneType.CONNECTOR)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -195,24 +222,3 @@ class StreamingWorld:
             d = geometry.point_segment_distance(xy[None], lane.points[:-1], lane.points[1:]).min()
             best = min(best, float(d))
         return best
-
-
-
-def mark_junction_lanes(lanes: Sequence[Lane], max_length_m: float = 60.0) -> list[Lane]:
-    """Real maps do not label lanes inside intersections; mark as CONNECTOR every short lane whose
-    centreline crosses another lane's (not a lane it connects to), so junction right of way applies."""
-    import shapely
-
-    lines = [shapely.LineString(lane.points) for lane in lanes]
-    tree = shapely.STRtree(lines)
-    out = []
-    for k, lane in enumerate(lanes):
-        related = set(lane.successors + lane.predecessors + lane.left_neighbors + lane.right_neighbors)
-        crosses = False
-        if lane.length_m <= max_length_m and lane.lane_type != LaneType.CONNECTOR:
-            for j in tree.query(lines[k], predicate="crosses"):
-                if j != k and lanes[j].id not in related:
-                    crosses = True
-                    break
-        out.append(dataclasses.replace(lane, lane_type=LaneType.CONNECTOR) if crosses else lane)
-    return out

@@ -1,0 +1,91 @@
+"""The recipe of the shipped DeltaSim checkpoint: record IDM teacher traffic, train, save.
+
+``train_from_dir`` is what ``tools/train_deltasim.py`` and ``vectorworld train deltasim`` run. The data
+directory caches the recorded samples (``deltasim_samples.npz``) so a rerun trains on identical data; the
+output directory gets the checkpoint pair and ``train_record.json`` (the resolved recipe + training log).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from policies.deltasim_checkpoint import save_checkpoint
+from policies.deltasim_data import Samples, procedural_traffic
+from policies.deltasim_net import DeltaSimNetConfig
+from policies.deltasim_train import TrainConfig, evaluate_bc, train_deltasim
+from policies.idm import IdmParams, IdmPolicy
+from policies.npc_observation import ObservationConfig
+
+SAMPLES_FILE = "deltasim_samples.npz"
+
+
+@dataclass(frozen=True)
+class DataRecipe:
+    """Procedural teacher traffic: episodes x steps on randomised synthetic roads; the last
+    ``val_fraction`` of episodes is held out. ``action_noise``: DART-style noise (m, m, rad per step)."""
+
+    episodes: int = 96
+    steps: int = 200
+    seed: int = 0
+    val_fraction: float = 0.1
+    action_noise: tuple[float, float, float] = (0.02, 0.05, 0.015)
+
+
+def idm_teacher(rng: np.random.Generator) -> IdmPolicy:
+    """IDM with parameters drawn around the calm urban default (one driver style per episode)."""
+    return IdmPolicy(IdmParams(
+        time_headway_s=float(rng.uniform(1.0, 2.0)),
+        min_gap_m=float(rng.uniform(2.0, 3.5)),
+        max_accel_mps2=float(rng.uniform(1.2, 2.5)),
+        comfort_decel_mps2=float(rng.uniform(2.0, 3.5)),
+        speed_factor=float(rng.uniform(0.7, 1.15)),
+    ))
+
+
+def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationConfig, workers: int = 1
+                   ) -> Samples:
+    """Samples cached in ``data_dir`` or freshly recorded there (with the recipe beside them); ``workers``
+    processes record episodes in parallel (same samples)."""
+    data_dir = Path(data_dir)
+    path = data_dir / SAMPLES_FILE
+    if path.is_file():
+        return Samples.load(path)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    samples = procedural_traffic(recipe.episodes, recipe.steps, recipe.seed, idm_teacher, observation,
+                                 recipe.action_noise, workers=workers)
+    samples.save(path)
+    (data_dir / "deltasim_samples.json").write_text(json.dumps(dataclasses.asdict(recipe), indent=1))
+    return samples
+
+
+def train_from_dir(data_dir: Path, out_dir: Path, recipe: DataRecipe = DataRecipe(),
+                   config: TrainConfig = TrainConfig(), net_config: DeltaSimNetConfig = DeltaSimNetConfig(),
+                   observation: ObservationConfig = ObservationConfig(),
+                   log: Callable[[dict], None] | None = None, workers: int = 1) -> dict:
+    """Record (or load) data, train, and write ``out_dir/deltasim.{safetensors,json}`` and
+    ``out_dir/train_record.json``. Returns the training record."""
+    samples = load_or_record(data_dir, recipe, observation, workers)
+    episodes = int(samples.episode.max()) + 1
+    first_val = episodes - max(1, int(round(episodes * recipe.val_fraction)))
+    train = samples.subset(np.nonzero(samples.episode < first_val)[0])
+    val = samples.subset(np.nonzero(samples.episode >= first_val)[0])
+    net_config = dataclasses.replace(net_config, history_steps=observation.history_steps,
+                                     max_neighbors=observation.max_neighbors,
+                                     max_lane_chunks=observation.max_lane_chunks,
+                                     chunk_points=observation.chunk_points)
+    net, vocab, record = train_deltasim(train, config, net_config, val=val, log=log)
+    record["val"] = evaluate_bc(net, vocab, val)
+    record["val_samples"] = len(val)
+    meta = {"recipe": dataclasses.asdict(recipe), "train": dataclasses.asdict(config),
+            "data": "procedural IDM teacher traffic on synthetic roads (policies.deltasim_data)",
+            "record": record}
+    out_dir = Path(out_dir)
+    save_checkpoint(out_dir / "deltasim", net, vocab, observation, meta)
+    (out_dir / "train_record.json").write_text(json.dumps(meta, indent=1))
+    return record

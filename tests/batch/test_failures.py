@@ -1,0 +1,49 @@
+"""A failing episode is recorded with its error and seed, the rest of the batch completes, exit code 1."""
+
+import json
+
+from typer.testing import CliRunner
+
+from tests.batch.seeded_world import FAILING_SEED, batch_config, fail_on_seed
+from vectorworld.batch import LocalPoolBackend, run_batch
+from vectorworld.batch.tasks import run_batch_episode
+from vectorworld.cli import app
+
+EPISODES = 5
+
+
+def test_failing_episode_is_recorded_and_the_rest_complete(tmp_path):
+    result = run_batch(batch_config(), EPISODES, LocalPoolBackend(2), out_dir=tmp_path / "run",
+                       episode_fn=fail_on_seed, plots=False)
+    assert len(result.records) == EPISODES
+    (failed,) = result.failed
+    assert failed["index"] == FAILING_SEED and failed["seed"] == FAILING_SEED
+    assert "injected failure for seed 3" in failed["error"] and "RuntimeError" in failed["traceback"]
+    assert all(r["completed"] for r in result.records if "error" not in r)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["failed"] == 1 and summary["succeeded"] == EPISODES - 1
+    assert summary["failures"] == [{"index": 3, "seed": 3, "error": failed["error"]}]
+    assert summary["metrics"]["km"]["n"] == EPISODES - 1
+    csv_rows = (tmp_path / "run" / "episodes.csv").read_text().splitlines()
+    assert len(csv_rows) == EPISODES + 1 and "injected failure" in csv_rows[1 + FAILING_SEED]
+
+
+def test_cli_exit_code_1_then_resume_reruns_only_the_failed_episode(tmp_path, monkeypatch):
+    runner = CliRunner()
+    out = tmp_path / "run"
+    args = ["rollout", "--generator", "test-seeded-straight", "--km", "0.05", "--episodes", str(EPISODES),
+            "--out-dir", str(out), "--out", str(tmp_path / "report.json")]
+    monkeypatch.setattr("vectorworld.batch.tasks.run_batch_episode", fail_on_seed)  # serial: in-process
+    monkeypatch.setattr("vectorworld.batch.plots.write_plots", lambda directory, records: [])
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1, res.output
+    assert f"episode 3 (seed {FAILING_SEED}) failed" in res.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert len(report["episodes"]) == EPISODES and report["summary"]["failed"] == 1
+
+    monkeypatch.setattr("vectorworld.batch.tasks.run_batch_episode", run_batch_episode)
+    res = runner.invoke(app, [*args, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert f"resumed: {EPISODES - 1} episodes already in" in res.output
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert [r["index"] for r in records] == list(range(EPISODES)) and not any("error" in r for r in records)

@@ -1,0 +1,49 @@
+"""Generator fidelity metrics: divergences, Frechet distance, overlap areas, world metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tests.straight_world  # noqa: F401  (registers "test-straight")
+from vectorworld import geometry
+from vectorworld.eval.generator_metrics import (
+    convex_intersection_area,
+    frechet_distance,
+    grow_worlds,
+    js_divergence,
+    naive_baseline_metrics,
+    world_metrics,
+)
+from vectorworld.generation import make_generator
+
+
+def test_js_divergence_bounds() -> None:
+    bins = np.linspace(0.0, 10.0, 11)
+    a = np.random.default_rng(0).uniform(0, 10, 500)
+    assert js_divergence(a, a, bins) == pytest.approx(0.0, abs=1e-9)
+    assert js_divergence(np.full(50, 1.5), np.full(50, 8.5), bins) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_frechet_distance_zero_for_same_and_grows_with_shift() -> None:
+    x = np.random.default_rng(0).normal(size=(400, 3))
+    assert frechet_distance(x, x) == pytest.approx(0.0, abs=1e-6)
+    assert frechet_distance(x + 2.0, x) > frechet_distance(x + 1.0, x) > 0.5
+
+
+def test_convex_intersection_area_of_boxes() -> None:
+    c = geometry.box_corners(np.array([[0.0, 0.0], [1.0, 0.0]]), np.zeros(2), np.full(2, 2.0), np.full(2, 2.0))
+    assert convex_intersection_area(c[0], c[1]) == pytest.approx(2.0)
+    far = geometry.box_corners(np.array([5.0, 0.0]), np.float64(0.3), np.float64(2.0), np.float64(1.0))
+    assert convex_intersection_area(c[0], far) == 0.0
+
+
+def test_world_metrics_of_a_straight_world() -> None:
+    grown = grow_worlds(make_generator("test-straight"), worlds=1, tiles_per_world=4, seed=0)
+    metrics = world_metrics(grown)
+    assert metrics["tiles"] == 3
+    assert metrics["epd_m_mean"] == pytest.approx(0.0, abs=1e-9)
+    assert metrics["dangling_rate"] == 0.0 and metrics["offlane_rate"] == 0.0
+    assert metrics["init_overlap_rate"] == 0.0 and metrics["fallback_rate"] == 0.0
+    naive = naive_baseline_metrics(grown, [], seed=0)
+    assert 0.0 <= naive["offlane_rate"] <= 1.0

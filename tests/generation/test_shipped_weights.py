@@ -1,0 +1,50 @@
+"""The shipped checkpoint loads, fits the size budget and generates deterministically per seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.generation.test_learned import _request
+from vectorworld.generation import make_generator
+from vectorworld.generation.egr_dit import count_parameters
+from vectorworld.generation.learned import WEIGHTS_DIR, LearnedTileGenerator
+from vectorworld.generation.outpaint import OutpaintModel
+
+pytestmark = pytest.mark.skipif(not (WEIGHTS_DIR / "model.safetensors").is_file(),
+                                reason="no shipped generator weights")
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def test_shipped_checkpoint_is_small_and_loads() -> None:
+    total = sum(f.stat().st_size for f in WEIGHTS_DIR.rglob("*") if f.is_file())
+    assert total <= 20 * 1024 * 1024
+    model = OutpaintModel.load(WEIGHTS_DIR)
+    assert 0.5e6 <= count_parameters(model) <= 5e6
+
+
+def test_registered_learned_generator_is_deterministic_per_seed() -> None:
+    import tests.straight_world  # noqa: F401
+
+    gen = make_generator("learned", fallback="test-straight")
+    assert isinstance(gen, LearnedTileGenerator)
+    a = gen.generate(_request(seed=3))
+    b = LearnedTileGenerator(fallback="test-straight").generate(_request(seed=3))
+    assert a.used_fallback == b.used_fallback and a.links == b.links
+    assert len(a.lanes) == len(b.lanes) and len(a.lanes) > 0
+    for x, y in zip(a.lanes, b.lanes, strict=True):
+        np.testing.assert_array_equal(x.points, y.points)
+    np.testing.assert_array_equal(a.agents.xy, b.agents.xy)
+    ports = {p.lane_id: p.xy for p in _request().ports}
+    by_id = {lane.id: lane for lane in a.lanes}
+    for known, new in a.links:                              # every link continues its port exactly
+        if known in ports and new in by_id:
+            assert np.linalg.norm(by_id[new].points[0] - ports[known]) <= 0.01

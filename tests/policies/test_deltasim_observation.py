@@ -1,0 +1,147 @@
+"""The batched DeltaSim observation equals a plain per-agent computation."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from policies.base import PolicyInput
+from policies.deltasim_scenes import synthetic_input
+from policies.lane_chunks import chunk_lane
+from policies.npc_observation import ROUTE_AHEAD_M, ObservationBuilder, ObservationConfig
+from vectorworld import geometry
+from vectorworld.scene import AgentType
+
+WOMD = Path(__file__).resolve().parents[2] / "../shared/data/womd/motion_data_one_scenario.tfrecord"
+
+
+def _local(p: np.ndarray, xy: np.ndarray, yaw: float) -> np.ndarray:
+    return geometry.to_local(p, xy, yaw)
+
+
+def _one_hot(t: int) -> list[float]:
+    return [float(t == AgentType.VEHICLE), float(t == AgentType.PEDESTRIAN), float(t == AgentType.CYCLIST)]
+
+
+def reference(inp: PolicyInput, slot: int, cfg: ObservationConfig) -> dict[str, np.ndarray]:
+    """One agent's observation, computed the slow and obvious way."""
+    a = inp.agents
+    xy, yaw = a.xy[slot], float(a.yaw[slot])
+    hist = np.zeros((cfg.history_steps, 6))
+    for k in range(cfg.history_steps):
+        h = a.history[slot, -cfg.history_steps + k]
+        if a.history_valid[slot, -cfg.history_steps + k]:
+            p = _local(h[:2], xy, yaw)
+            hist[k] = [p[0], p[1], np.cos(h[2] - yaw), np.sin(h[2] - yaw), h[3], 1.0]
+    others = sorted((float(np.linalg.norm(a.xy[j] - xy)), j) for j in range(a.capacity)
+                    if a.valid[j] and j != slot)
+    nbr = np.zeros((cfg.max_neighbors, 11))
+    for k, (_d, j) in enumerate([o for o in others if o[0] <= cfg.neighbor_radius_m][:cfg.max_neighbors]):
+        p = _local(a.xy[j], xy, yaw)
+        v = _local(a.xy[j] + a.velocity[j], xy, yaw) - _local(a.xy[j], xy, yaw)
+        dy = a.yaw[j] - yaw
+        nbr[k] = [p[0], p[1], np.cos(dy), np.sin(dy), v[0], v[1], a.length[j], a.width[j],
+                  *_one_hot(int(a.agent_type[j]))]
+    # Lane chunks: (centre distance, index) for a 3L pre-selection, then the closest point.
+    chunks, owner = [], []
+    for lane_id in sorted(inp.graph.lanes):
+        for c in chunk_lane(inp.graph[lane_id].points, cfg.chunk_length_m, cfg.chunk_points):
+            chunks.append(c)
+            owner.append(lane_id)
+    centre = [float(np.linalg.norm(c.mean(0) - xy)) for c in chunks]
+    cand = sorted(range(len(chunks)), key=lambda m: centre[m])[:3 * cfg.max_lane_chunks]
+    scored = sorted((float(np.linalg.norm(chunks[m] - xy, axis=1).min()), m) for m in cand)
+    scored = [s for s in scored if s[0] <= cfg.lane_radius_m][:cfg.max_lane_chunks]
+    route = [i for i in inp.routes.get(int(a.id[slot]), ())]
+    current = route[0] if route and route[0] in inp.graph else None
+    if current is None:
+        best = None
+        for m in cand:
+            pts = chunks[m]
+            seg = np.diff(pts, axis=0)
+            head = np.arctan2(seg[:, 1], seg[:, 0])
+            head = np.append(head, head[-1])
+            cost = np.linalg.norm(pts - xy, axis=1) + 4 * np.abs(geometry.wrap_angle(head - yaw))
+            if best is None or cost.min() < best[0]:
+                best = (cost.min(), owner[m])
+        current = best[1]
+    cur = inp.graph[current]
+    lane_pts = np.zeros((cfg.max_lane_chunks, cfg.chunk_points, 2))
+    lane_feat = np.zeros((cfg.max_lane_chunks, 10))
+    for k, (_, m) in enumerate(scored):
+        lid = owner[m]
+        rel = 5
+        for code, group in ((1, cur.successors), (2, cur.predecessors), (3, cur.left_neighbors),
+                            (4, cur.right_neighbors)):
+            if lid in group:
+                rel = code
+        if lid == current:
+            rel = 0
+        pos = route.index(lid) / max(len(route) - 1, 1) if lid in route else -1.0
+        lane = inp.graph[lid]
+        lane_pts[k] = _local(chunks[m], xy, yaw)
+        lane_feat[k] = [*np.eye(6)[rel], float(pos >= 0), max(pos, 0.0), lane.speed_limit_mps / 30.0,
+                        lane.width_m / 4.0]
+    route = np.zeros((len(ROUTE_AHEAD_M), 3))
+    for k, d in enumerate(ROUTE_AHEAD_M):
+        best = None
+        for li in range(len(scored)):
+            if lane_feat[li, 6] < 0.5:
+                continue
+            for p in lane_pts[li]:
+                if best is None or abs(p[0] - d) < best[0]:
+                    best = (abs(p[0] - d), p)
+        if best is not None and best[0] <= 1.5:
+            route[k] = [best[1][0], best[1][1], 1.0]
+    return {"history": hist, "neighbors": nbr, "lane_points": lane_pts, "lane_features": lane_feat,
+            "route_ahead": route,
+            "static": np.array([a.length[slot], a.width[slot], *_one_hot(int(a.agent_type[slot]))])}
+
+
+def _check(inp: PolicyInput, cfg: ObservationConfig) -> None:
+    obs = ObservationBuilder(cfg)(inp)
+    assert obs.size == int((inp.controlled & inp.agents.valid).sum()) > 0
+    for row, slot in enumerate(obs.slots):
+        ref = reference(inp, int(slot), cfg)
+        for name, value in ref.items():
+            np.testing.assert_allclose(getattr(obs, name)[row], value, atol=2e-4, err_msg=f"{name} slot {slot}")
+
+
+def test_batched_observation_matches_per_agent_on_synthetic_road() -> None:
+    inp = synthetic_input(24, np.random.default_rng(0), num_lanes=3, capacity=40)
+    # Agents without a route fall back to the nearest lane; a free slot stays unobserved.
+    routes = dict(inp.routes)
+    del routes[5]
+    _check(dataclasses.replace(inp, routes=routes), ObservationConfig())
+
+
+def test_batched_observation_with_partial_history_and_small_capacities() -> None:
+    inp = synthetic_input(12, np.random.default_rng(1), num_lanes=2)
+    inp.agents.history_valid[3, :6] = False  # a freshly spawned agent
+    _check(inp, ObservationConfig(max_neighbors=3, max_lane_chunks=5, neighbor_radius_m=15.0))
+
+
+def test_lane_cache_follows_graph_changes() -> None:
+    inp = synthetic_input(4, np.random.default_rng(2), num_lanes=1)
+    builder = ObservationBuilder()
+    before = builder(inp).lane_mask.sum()
+    inp.graph.remove([1, 2, 3])
+    after = builder(inp)
+    assert after.lane_mask.sum() < before
+    _check(inp, ObservationConfig())
+
+
+@pytest.mark.skipif(not WOMD.is_file(), reason="WOMD sample not available")
+def test_batched_observation_matches_per_agent_on_womd() -> None:
+    from vectorworld.data.womd import read_womd
+
+    scenario = read_womd(WOMD)
+    agents = scenario.agents_at()
+    controlled = agents.valid.copy()
+    controlled[::3] = False
+    inp = PolicyInput(agents=agents, controlled=controlled, graph=scenario.map.lanes, routes={},
+                      ego_slot=0, step=0)
+    _check(inp, ObservationConfig())

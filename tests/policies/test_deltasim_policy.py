@@ -1,0 +1,143 @@
+"""DeltaSim policy: determinism, collision shaping, warm start, checkpoints, tiny overfit."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from policies.base import make_policy
+from policies.collision_shaping import CollisionShapingConfig, collision_penalty, primitive_paths
+from policies.deltasim import DeltaSimConfig, DeltaSimPolicy
+from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint, save_checkpoint
+from policies.deltasim_data import procedural_traffic
+from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
+from policies.deltasim_recipe import idm_teacher
+from policies.deltasim_scenes import synthetic_input
+from policies.deltasim_train import TrainConfig, evaluate_bc, train_deltasim
+from policies.kdisks import build_kdisks, straight_motions
+from policies.npc_observation import ObservationBuilder, ObservationConfig
+from vectorworld.errors import CheckpointError
+
+
+def _checkpoint(seed: int = 0) -> DeltaSimCheckpoint:
+    rng = np.random.default_rng(seed)
+    data = np.stack([rng.uniform(0, 2.0, 2000), rng.normal(0, 0.03, 2000), rng.normal(0, 0.05, 2000)], -1)
+    vocab = build_kdisks(np.concatenate([data, straight_motions(20, 0.035)]), rng, eps=0.05, max_size=128)
+    torch.manual_seed(seed)
+    net = DeltaSimNet(DeltaSimNetConfig(vocab_size=vocab.size, d_model=32, num_layers=1))
+    torch.nn.init.normal_(net.logits_head.weight, std=1.0)
+    return DeltaSimCheckpoint(net.eval(), vocab, ObservationConfig(), {})
+
+
+def test_same_seed_same_actions_different_seed_differs() -> None:
+    ckpt = _checkpoint()
+    inp = synthetic_input(20, np.random.default_rng(0))
+    a = DeltaSimPolicy(checkpoint=ckpt).act(inp, np.random.default_rng(42))
+    b = DeltaSimPolicy(checkpoint=ckpt).act(inp, np.random.default_rng(42))
+    c = DeltaSimPolicy(checkpoint=ckpt).act(inp, np.random.default_rng(43))
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+    greedy = DeltaSimPolicy(DeltaSimConfig(temperature=0.0), checkpoint=ckpt)
+    assert np.array_equal(greedy.act(inp, np.random.default_rng(1)), greedy.act(inp, np.random.default_rng(2)))
+
+
+def test_collision_penalty_pushes_down_primitives_into_a_stopped_leader() -> None:
+    cfg = CollisionShapingConfig()
+    prims = np.array([[0.0, 0, 0], [0.5, 0, 0], [1.0, 0, 0], [1.2, 0, 0]])
+    paths = torch.from_numpy(primitive_paths(prims, cfg).astype(np.float32))[None]
+    # A stopped car 7 m ahead (centre to centre) in the same lane, one far to the side, one behind.
+    nbr = torch.zeros(1, 3, 11)
+    nbr[0, 0, :8] = torch.tensor([7.0, 0, 1, 0, 0, 0, 4.5, 2.0])
+    nbr[0, 1, :8] = torch.tensor([7.0, 8.0, 1, 0, 0, 0, 4.5, 2.0])
+    nbr[0, 2, :8] = torch.tensor([-6.0, 0, 1, 0, 12.0, 0, 4.5, 2.0])
+    mask = torch.tensor([[True, True, True]])
+    pen = collision_penalty(paths, torch.tensor([4.5]), torch.tensor([2.0]), nbr, mask, cfg)[0]
+    assert pen[0] == 0.0
+    assert pen[1] <= pen[2] < pen[3]
+    assert pen[3] > 0
+    only_far = collision_penalty(paths, torch.tensor([4.5]), torch.tensor([2.0]), nbr,
+                                 torch.tensor([[False, True, True]]), cfg)[0]
+    assert torch.all(only_far == 0.0)
+
+
+def test_warm_start_history_changes_the_decision() -> None:
+    ckpt = _checkpoint()
+    inp = synthetic_input(10, np.random.default_rng(5))
+    builder = ObservationBuilder()
+    cold = dataclasses.replace(inp.agents, history_valid=np.zeros_like(inp.agents.history_valid))
+    cold.history_valid[:, -1] = True
+    warm_obs = builder(inp)
+    cold_obs = builder(dataclasses.replace(inp, agents=cold))
+    assert warm_obs.history[:, :-1, 5].all() and not cold_obs.history[:, :-1, 5].any()
+    with torch.no_grad():
+        from policies.deltasim_net import observation_tensors
+
+        lw, _ = ckpt.net(**observation_tensors(warm_obs))
+        lc, _ = ckpt.net(**observation_tensors(cold_obs))
+    assert not torch.allclose(lw, lc)
+
+
+def test_checkpoint_round_trip_and_errors(tmp_path: Path) -> None:
+    ckpt = _checkpoint()
+    weights, sidecar = save_checkpoint(tmp_path / "m", ckpt.net, ckpt.vocabulary, ckpt.observation, {"x": 1})
+    loaded = load_checkpoint(tmp_path / "m")
+    assert loaded.meta == {"x": 1}
+    assert np.allclose(loaded.vocabulary.primitives, ckpt.vocabulary.primitives)
+    inp = synthetic_input(8, np.random.default_rng(0))
+    assert np.array_equal(DeltaSimPolicy(checkpoint=ckpt).act(inp, np.random.default_rng(0)),
+                          DeltaSimPolicy(checkpoint=loaded).act(inp, np.random.default_rng(0)))
+    with pytest.raises(CheckpointError, match="not found"):
+        load_checkpoint(tmp_path / "missing")
+    # Corrupt weights.
+    good = weights.read_bytes()
+    weights.write_bytes(good[:100] + b"garbage")
+    with pytest.raises(CheckpointError):
+        load_checkpoint(tmp_path / "m")
+    weights.write_bytes(good)
+    # Sidecar that does not match the weights.
+    meta = json.loads(sidecar.read_text())
+    meta["net"]["d_model"] = 48
+    sidecar.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="do not match"):
+        load_checkpoint(tmp_path / "m")
+    meta["net"]["d_model"] = 32
+    meta["format"] = "pickle"
+    sidecar.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="format"):
+        load_checkpoint(tmp_path / "m")
+    sidecar.write_text("{not json")
+    with pytest.raises(CheckpointError):
+        load_checkpoint(tmp_path / "m")
+    # A policy pointed at a broken checkpoint fails on first use with CheckpointError.
+    with pytest.raises(CheckpointError):
+        DeltaSimPolicy(DeltaSimConfig(checkpoint=str(tmp_path / "missing"))).act(inp, np.random.default_rng(0))
+
+
+def test_tiny_overfit() -> None:
+    samples = procedural_traffic(1, 40, 0, idm_teacher)
+    small = samples.subset(np.arange(0, len(samples), len(samples) // 64)[:64])
+    config = TrainConfig(epochs=200, batch_size=64, lr=5e-3, vocab_max_size=128, threads=1, max_seconds=25)
+    net, vocab, record = train_deltasim(small, config, DeltaSimNetConfig(d_model=32, num_layers=1))
+    metrics = evaluate_bc(net, vocab, small)
+    assert metrics["top1"] > 0.9
+    assert metrics["step_error_m"] < 0.01
+    assert record["epochs"][-1]["ce"] < record["epochs"][0]["ce"] / 5
+
+
+@pytest.mark.skipif(not DEFAULT_CHECKPOINT.with_suffix(".safetensors").is_file(), reason="no shipped weights")
+def test_shipped_checkpoint_is_registered_small_and_runs() -> None:
+    policy = make_policy("deltasim")
+    assert isinstance(policy, DeltaSimPolicy)
+    size = DEFAULT_CHECKPOINT.with_suffix(".safetensors").stat().st_size
+    assert size < 10 * 2**20
+    inp = synthetic_input(16, np.random.default_rng(0))
+    out = policy.act(inp, np.random.default_rng(0))
+    assert out.shape == (inp.agents.capacity, 3) and np.isfinite(out).all()
+    # Moving cars keep moving forward.
+    moving = inp.controlled & (inp.agents.speed > 3.0)
+    assert (out[moving, 0] > 0.1).mean() > 0.9

@@ -1,0 +1,44 @@
+"""Train the shipped DeltaSim checkpoint (exact recipe).
+
+    python tools/train_deltasim.py [--data DIR] [--out policies/weights]
+
+Records procedural IDM-teacher traffic into DIR (cached as deltasim_samples.npz; reused on reruns), trains
+by behaviour cloning on 2 CPU threads (about 5-8 minutes), and writes deltasim.safetensors, deltasim.json
+and train_record.json into --out. Defaults are the recipe of the checkpoint in policies/weights/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from policies.deltasim_recipe import DataRecipe, train_from_dir  # noqa: E402
+from policies.deltasim_train import TrainConfig  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=ROOT / "build" / "deltasim_data")
+    parser.add_argument("--out", type=Path, default=ROOT / "policies" / "weights")
+    parser.add_argument("--episodes", type=int, default=DataRecipe.episodes)
+    parser.add_argument("--steps", type=int, default=DataRecipe.steps)
+    parser.add_argument("--epochs", type=int, default=TrainConfig.epochs)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1, help="processes recording data (same samples)")
+    parser.add_argument("--max-seconds", type=float, default=TrainConfig.max_seconds,
+                        help="stop training after this many seconds (the record says so)")
+    args = parser.parse_args()
+    recipe = DataRecipe(episodes=args.episodes, steps=args.steps, seed=args.seed)
+    config = TrainConfig(seed=args.seed, epochs=args.epochs, max_seconds=args.max_seconds)
+    record = train_from_dir(args.data, args.out, recipe, config,
+                            log=lambda entry: print(json.dumps(entry), flush=True), workers=args.workers)
+    print(json.dumps({"val": record["val"], "seconds": record["seconds"], "vocab_size": record["vocab_size"]}))
+
+
+if __name__ == "__main__":
+    main()

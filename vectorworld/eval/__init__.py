@@ -1,0 +1,1 @@
+"""Evaluation of the learned models: generator fidelity metrics (DESIGN §8)."""

@@ -1,0 +1,189 @@
+"""Training loops of the learned tile generator: the gated VAE, then the EGR-DiT on frozen VAE latents.
+
+Inputs are batched :class:`~vectorworld.generation.tile_tensors.TileTensors` fields as a dict of numpy
+arrays with a leading tile dimension (what ``vectorworld.train.tile_corpus`` loads). Mini-batches are
+drawn with an explicit ``numpy.random.Generator``; half of them are mirrored (y -> -y, left <-> right).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from vectorworld.generation.egr_dit import DiTConfig
+from vectorworld.generation.meanflow import MeanFlowConfig, meanflow_loss
+from vectorworld.generation.outpaint import OutpaintModel
+from vectorworld.generation.tile_tensors import EDGE_LEFT, EDGE_RIGHT
+from vectorworld.generation.vae import TileVAE, VAEConfig, batch_to_torch
+
+Tiles = dict[str, np.ndarray]
+Logger = Callable[[int, dict[str, float]], None]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimiser settings of one stage (VAE or DiT)."""
+
+    steps: int = 2000
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    warmup_steps: int = 100
+    seed: int = 0
+    device: str = "cpu"
+    log_every: int = 100
+    max_seconds: float = float("inf")
+    """Stop early after this many wall seconds (the step count stays the upper bound)."""
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    """Loss history (step, parts) and wall time of a stage."""
+
+    history: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    seconds: float = 0.0
+    steps_done: int = 0
+
+
+def mirror_tiles(tiles: Tiles) -> Tiles:
+    """Mirror tiles across the tile x axis: y, sin(yaw) and motion y flip; left and right swap."""
+    out = dict(tiles)
+    pts = tiles["lane_points"].copy()
+    pts[..., 1] *= -1.0
+    out["lane_points"] = pts
+    edges = tiles["edges"].copy()
+    left, right = edges == EDGE_LEFT, edges == EDGE_RIGHT
+    edges[left], edges[right] = EDGE_RIGHT, EDGE_LEFT
+    out["edges"] = edges
+    state = tiles["agent_state"].copy()
+    state[..., 1] *= -1.0
+    state[..., 4] *= -1.0
+    out["agent_state"] = state
+    motion = tiles["agent_motion"].copy()
+    motion[..., 1] *= -1.0
+    out["agent_motion"] = motion
+    return out
+
+
+def sample_batch(tiles: Tiles, batch_size: int, rng: np.random.Generator, device: str) -> dict[str, torch.Tensor]:
+    """A random mini-batch (with mirror augmentation on a random half) as model inputs."""
+    n = len(tiles["lane_valid"])
+    idx = rng.integers(0, n, size=batch_size)
+    batch = {k: v[idx] for k, v in tiles.items()}
+    flip = rng.random(batch_size) < 0.5
+    if flip.any():
+        mirrored = mirror_tiles({k: v[flip] for k, v in batch.items()})
+        for k in batch:
+            batch[k] = batch[k].copy()
+            batch[k][flip] = mirrored[k]
+    return batch_to_torch(batch, device)
+
+
+def _schedule(step: int, config: TrainConfig) -> float:
+    """Linear warm-up then cosine decay to 10% of the peak learning rate."""
+    if step < config.warmup_steps:
+        return (step + 1) / config.warmup_steps
+    progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
+    return 0.1 + 0.9 * 0.5 * (1.0 + np.cos(np.pi * min(progress, 1.0)))
+
+
+def _run(params: list[torch.nn.Parameter], loss_fn: Callable[[np.random.Generator, torch.Generator],
+         tuple[torch.Tensor, dict[str, float]]], config: TrainConfig, log: Logger | None) -> TrainResult:
+    optimiser = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: _schedule(s, config))
+    rng = np.random.default_rng(config.seed)
+    gen = torch.Generator().manual_seed(config.seed)
+    result = TrainResult()
+    start = time.perf_counter()
+    running: dict[str, float] = {}
+    for step in range(config.steps):
+        loss, parts = loss_fn(rng, gen)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimiser.step()
+        scheduler.step()
+        parts = {"loss": float(loss.detach()), **parts}
+        for k, v in parts.items():
+            running[k] = running.get(k, 0.0) + v
+        result.steps_done = step + 1
+        if (step + 1) % config.log_every == 0 or step + 1 == config.steps:
+            count = (step % config.log_every) + 1
+            mean = {k: v / count for k, v in running.items()}
+            result.history.append((step + 1, mean))
+            if log is not None:
+                log(step + 1, mean)
+            running = {}
+        if time.perf_counter() - start > config.max_seconds:
+            break
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def train_vae(tiles: Tiles, vae_config: VAEConfig, config: TrainConfig, log: Logger | None = None
+              ) -> tuple[TileVAE, TrainResult]:
+    """Train the gated VAE on ``tiles``; returns it (eval mode, on CPU) and the loss history."""
+    with torch.random.fork_rng(devices=[]):  # seeded parameter init without touching the global state
+        torch.manual_seed(config.seed)
+        vae = TileVAE(vae_config).to(config.device).train()
+
+    def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+        batch = sample_batch(tiles, config.batch_size, rng, config.device)
+        return vae.loss(batch, gen)
+
+    result = _run(list(vae.parameters()), loss_fn, config, log)
+    return vae.cpu().eval(), result
+
+
+@torch.no_grad()
+def latent_scale(vae: TileVAE, tiles: Tiles, device: str = "cpu", chunk: int = 256) -> float:
+    """Standard deviation of the VAE posterior means over all tokens of ``tiles``."""
+    vae = vae.to(device).eval()
+    values = []
+    for i in range(0, len(tiles["lane_valid"]), chunk):
+        mu, _ = vae.encode(batch_to_torch({k: v[i:i + chunk] for k, v in tiles.items()}, device))
+        values.append(mu.flatten().cpu())
+    return float(torch.cat(values).std().clamp(min=1e-3))
+
+
+def train_dit(vae: TileVAE, tiles: Tiles, dit_config: DiTConfig, config: TrainConfig,
+              flow: MeanFlowConfig, log: Logger | None = None,
+              init: dict[str, torch.Tensor] | None = None) -> tuple[OutpaintModel, TrainResult]:
+    """Train the EGR-DiT with MeanFlow (or plain flow matching) on the frozen VAE's latents.
+
+    ``init``: a DiT state dict to start from (missing keys, e.g. a new hint projection, keep their init).
+    """
+    scale = latent_scale(vae, tiles, config.device)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed + 1)
+        model = OutpaintModel(vae.config, dit_config, scale)
+    model.vae.load_state_dict(vae.state_dict())
+    if init is not None:
+        model.dit.load_state_dict(init, strict=False)
+    model = model.to(config.device)
+    model.vae.eval().requires_grad_(False)
+    model.dit.train()
+
+    def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+        batch = sample_batch(tiles, config.batch_size, rng, config.device)
+        with torch.no_grad():
+            x = model.latents(batch)
+        cond = model.cond_mask(batch)
+        edges = batch["edges"]
+
+        hints = batch["lane_hint"]
+
+        def fn(z: torch.Tensor, r: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            return model.dit(z, r, t, cond, edges, hints=hints)
+
+        return meanflow_loss(fn, x, cond, flow, gen)
+
+    result = _run(list(model.dit.parameters()), loss_fn, config, log)
+    return model.cpu().eval(), result

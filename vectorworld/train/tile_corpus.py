@@ -1,0 +1,136 @@
+"""Tile corpus for the learned generator: procedural worlds grown tile by tile, cropped at every tile frame.
+
+A world is grown with :class:`~vectorworld.world.streaming.StreamingWorld` and a registered generator
+(``procedural`` by default): from the first tile, repeatedly pick a random open out port and let the world
+outpaint a tile there. Every tile but the first is then cropped from the final lane graph at its frame
+(the outpainting setting: its back half was known when it was made) into :class:`TileTensors`. Agents in
+the back half are dropped, because at inference the generator only knows other agents' positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.generation.base import AgentSpawns, TileFrame
+from vectorworld.generation.tile_context import clip_to_square
+from vectorworld.generation.tile_tensors import (
+    HALF_TILE_M,
+    MOTION_POINTS,
+    NUM_AGENT_TYPES,
+    TileTensors,
+    partition_tile,
+    stack_tiles,
+)
+from vectorworld.scene import LaneGraph
+
+Tiles = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    """How many worlds and tiles to grow, and the token capacity of the crops."""
+
+    worlds: int = 20
+    tiles_per_world: int = 12
+    seed: int = 0
+    generator: str = "procedural"
+    max_lanes: int = 40
+    max_agents: int = 24
+
+
+def crop_tile(graph: LaneGraph, frame: TileFrame, agents: AgentSpawns, max_lanes: int, max_agents: int,
+              keep_known_agents: bool = False) -> TileTensors:
+    """Crop the lane graph and agents (global frame) at a tile frame into padded, partitioned tensors."""
+    ids, runs = [], []
+    for lane_id in graph.near(np.asarray(frame.center_xy, np.float64), HALF_TILE_M * np.sqrt(2.0) + 8.0):
+        run = clip_to_square(frame.to_local(graph[lane_id].points))
+        if run is not None:
+            ids.append(lane_id)
+            runs.append(run)
+    slot = {lane_id: i for i, lane_id in enumerate(ids)}
+    succ = [[slot[j] for j in graph[i].successors if j in slot] for i in ids]
+    left = [[slot[j] for j in graph[i].left_neighbors if j in slot] for i in ids]
+    right = [[slot[j] for j in graph[i].right_neighbors if j in slot] for i in ids]
+    inside = frame.contains(agents.xy) if len(agents) else np.zeros(0, bool)
+    sel = agents.select(inside)
+    local = frame.to_local(sel.xy)
+    yaw = geometry.wrap_angle(sel.yaw - frame.yaw)
+    state = np.stack([local[:, 0], local[:, 1], sel.speed, np.cos(yaw), np.sin(yaw), sel.length, sel.width],
+                     -1) if len(sel) else np.zeros((0, 7))
+    types = np.clip(sel.agent_type.astype(np.int64) - 1, 0, NUM_AGENT_TYPES - 1)
+    motion = np.asarray(sel.motion_code, np.float64).reshape(-1, MOTION_POINTS, 2)
+    if not keep_known_agents and len(state):
+        front = state[:, 0] >= 0.0
+        state, types, motion = state[front], types[front], motion[front]
+    return partition_tile(runs, succ, left, right, state, types, motion, max_lanes, max_agents)
+
+
+def _concat_spawns(spawns: list[AgentSpawns]) -> AgentSpawns:
+    if not spawns:
+        return AgentSpawns.none()
+    fields = AgentSpawns.__dataclass_fields__
+    return AgentSpawns(**{k: np.concatenate([getattr(s, k) for s in spawns]) for k in fields})
+
+
+def grow_world(generator_name: str, tiles: int, rng: np.random.Generator
+               ) -> tuple[LaneGraph, list[TileFrame], AgentSpawns]:
+    """Grow one world of about ``tiles`` tiles at random open out ports; returns its lane graph, the frames
+    of every tile after the first, and all spawned agents (global frame)."""
+    from vectorworld.generation import make_generator
+    from vectorworld.world.streaming import StreamingWorld, WorldConfig
+
+    world = StreamingWorld(make_generator(generator_name), rng,
+                           WorldConfig(max_tiles_per_update=1, retention_m=1e9))
+    first = world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
+    frames: list[TileFrame] = []
+    spawns = [first.content.agents]
+    for _ in range(4 * tiles):
+        if len(frames) >= tiles - 1:
+            break
+        open_ends = sorted(i for i, lane in world.graph.lanes.items() if not lane.successors)
+        if not open_ends:
+            break
+        lane = world.graph[open_ends[int(rng.integers(len(open_ends)))]]
+        xy, yaw = lane.end_pose
+        heading = np.array([np.cos(yaw), np.sin(yaw)])
+        made = world.ensure_coverage(xy - 10.0 * heading, yaw, lane.id, np.zeros((0, 2)))
+        for generated in made:
+            frames.append(TileFrame(generated.tile.center_xy, generated.tile.yaw))
+            spawns.append(generated.content.agents)
+    return world.graph, frames, _concat_spawns(spawns)
+
+
+def build_corpus(config: CorpusConfig) -> Tiles:
+    """Grow ``config.worlds`` worlds and crop every non-first tile; returns stacked tile arrays."""
+    rng = np.random.default_rng(config.seed)
+    crops: list[TileTensors] = []
+    for _ in range(config.worlds):
+        graph, frames, agents = grow_world(config.generator, config.tiles_per_world, rng)
+        for frame in frames:
+            tile = crop_tile(graph, frame, agents, config.max_lanes, config.max_agents)
+            if tile.lane_cond.any() and (tile.lane_valid & ~tile.lane_cond).any():
+                crops.append(tile)
+    return stack_tiles(crops).as_dict()
+
+
+def save_corpus(path: str | Path, tiles: Tiles) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **tiles)
+    return path
+
+
+def load_corpus(path: str | Path) -> Tiles:
+    """Load a corpus written by :func:`save_corpus` (DataFormatError if unreadable)."""
+    from vectorworld.errors import DataFormatError
+
+    try:
+        with np.load(path) as data:
+            tiles = {k: data[k] for k in TileTensors.__dataclass_fields__}
+    except (OSError, KeyError, ValueError) as err:
+        raise DataFormatError(f"tile corpus {path} is missing or corrupt: {err}") from err
+    return tiles
