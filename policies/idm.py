@@ -190,14 +190,24 @@ class IdmCore:
         lead_speed = np.zeros(n)
         if len(others) < 2:
             return gap, lead_speed
-        d = np.linalg.norm(ahead[:, :, None, :] - a.xy[others][None, None], axis=-1)  # (N, K, M)
+        # Distance from every agent to every corridor segment: (N, K-1, M).
+        seg_a, seg = ahead[:, :-1], np.diff(ahead, axis=1)
+        seg_len2 = np.maximum(np.sum(seg * seg, -1), 1e-9)
+        rel = a.xy[others][None, None] - seg_a[:, :, None]
+        t = np.clip(np.sum(rel * seg[:, :, None], -1) / seg_len2[:, :, None], 0.0, 1.0)
+        d = np.linalg.norm(rel - t[..., None] * seg[:, :, None], axis=-1)
         k_best = d.argmin(1)  # (N, M)
         d_best = np.take_along_axis(d, k_best[:, None, :], 1)[:, 0]
-        half = (a.width[slots][:, None] + a.width[others][None]) / 2.0 + 0.4
-        s_other = np.take_along_axis(ahead_s, k_best, 1)
+        t_best = np.take_along_axis(t, k_best[:, None, :], 1)[:, 0]
+        seg_yaw = np.arctan2(seg[..., 1], seg[..., 0])  # (N, K-1)
+        dyaw = a.yaw[others][None] - np.take_along_axis(seg_yaw, k_best, 1)
+        # Lateral half-extent of the other box across the corridor, plus our half width and a margin.
+        across = 0.5 * (np.abs(a.length[others][None] * np.sin(dyaw)) + np.abs(a.width[others][None] * np.cos(dyaw)))
+        half = a.width[slots][:, None] / 2.0 + across + 0.3
+        s_other = np.take_along_axis(ahead_s, k_best, 1) + t_best * SAMPLE_M
         # Inside the corridor, ahead of the agent, and not the agent itself.
-        mask = (d_best < half + SAMPLE_M / 2.0) & (k_best > 0) & (others[None] != slots[:, None])
-        mask &= ~((k_best == ahead.shape[1] - 1) & (d_best > half))
+        mask = (d_best < half) & (s_other > s_now[:, None]) & (others[None] != slots[:, None])
+        mask &= ~((k_best == seg.shape[1] - 1) & (t_best >= 1.0))
         if not mask.any():
             return gap, lead_speed
         bumper = s_other - s_now[:, None] - (a.length[slots][:, None] + a.length[others][None]) / 2.0

@@ -35,7 +35,7 @@ from vectorworld.generation.stitching import (
     CandidateCheck,
     StitchConfig,
     check_candidate,
-    dense_reference,
+    lanes_reference,
     stitch,
 )
 from vectorworld.generation.tile_context import TileContext, build_context
@@ -161,7 +161,7 @@ class LearnedTileGenerator(TileGenerator):
                 agent_feat = decoded["agent_feat"].numpy()
                 agent_prob = torch.sigmoid(decoded["agent_logit"]).numpy()
                 frontier = ~ctx.tiles.lane_cond
-                known = dense_reference(list(ctx.known_points))
+                known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
                 lanes = lane_feat.reshape(len(lane_feat), -1, LANE_POINTS, 2) * HALF_TILE_M
                 checks, slots = [], []
                 for c in range(len(lanes)):

@@ -80,17 +80,28 @@ def border_distance(xy: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
     return np.abs(half - np.max(np.abs(xy), axis=-1))
 
 
-def _duplicates(points: np.ndarray, reference: np.ndarray, reference_yaw: np.ndarray,
-                config: StitchConfig) -> bool:
-    """Whether most of ``points`` (20, 2) run along ``reference`` points (M, 2) in the same direction."""
-    if len(reference) == 0:
-        return False
-    dist = np.linalg.norm(points[:, None] - reference[None], axis=-1)
-    nearest = dist.argmin(1)
-    yaw = geometry.polyline_headings(points)
-    close = (dist[np.arange(len(points)), nearest] < config.overlap_m) & (
-        np.abs(geometry.wrap_angle(yaw - reference_yaw[nearest])) < config.connect_yaw_rad)
-    return bool(close.mean() > config.overlap_fraction)
+def _point_headings(lanes: np.ndarray) -> np.ndarray:
+    """Heading (K, P) at every vertex of polylines (K, P, 2) (central differences)."""
+    g = np.gradient(lanes, axis=1)
+    return np.arctan2(g[..., 1], g[..., 0])
+
+
+def _close_fraction(lanes: np.ndarray, yaw: np.ndarray, reference: np.ndarray, reference_yaw: np.ndarray,
+                    config: StitchConfig) -> np.ndarray:
+    """Fraction (K, R) of the points of each lane (K, P, 2) lying within ``overlap_m`` of polyline r's points
+    (R, Q, 2), aligned within ``connect_yaw_rad``."""
+    dist = np.linalg.norm(lanes[:, :, None, None] - reference[None, None], axis=-1)   # (K, P, R, Q)
+    nearest = dist.argmin(-1)                                                        # (K, P, R)
+    d = np.take_along_axis(dist, nearest[..., None], -1)[..., 0]
+    ref_yaw = np.broadcast_to(reference_yaw[None, None], nearest.shape + reference_yaw.shape[-1:])
+    near_yaw = np.take_along_axis(ref_yaw, nearest[..., None], -1)[..., 0]
+    aligned = np.abs(geometry.wrap_angle(yaw[:, :, None] - near_yaw)) < config.connect_yaw_rad
+    return ((d < config.overlap_m) & aligned).mean(1)
+
+
+def lanes_reference(lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Points (K * P, 2) and headings of fixed-size polylines (K, P, 2) (for the duplicate test)."""
+    return lanes.reshape(-1, 2), _point_headings(lanes).reshape(-1)
 
 
 def dense_reference(lanes: list[np.ndarray], spacing_m: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -125,17 +136,20 @@ def _check(lanes: np.ndarray, ports: list[FrontierPort], known: tuple[np.ndarray
            config: StitchConfig, dedupe: bool = True) -> tuple[CandidateCheck, set[int]]:
     """The candidate check proper; also returns the kept positions of lanes dangling at both ends."""
     keep: list[int] = []
-    kept_pts = np.zeros((0, 2))
-    kept_yaw = np.zeros(0)
-    for k, pts in enumerate(lanes):
-        if geometry.polyline_lengths(pts)[-1] < config.min_length_m:
-            continue
-        if dedupe and (_duplicates(pts, known[0], known[1], config)
-                       or _duplicates(pts, kept_pts, kept_yaw, config)):
-            continue
-        keep.append(k)
-        kept_pts = np.concatenate([kept_pts, pts])
-        kept_yaw = np.concatenate([kept_yaw, geometry.polyline_headings(pts)])
+    if len(lanes):
+        length = geometry.polyline_lengths(lanes)[:, -1]
+        yaw = _point_headings(lanes)
+        dup_known = np.zeros(len(lanes), bool)
+        if dedupe and len(known[0]):
+            dup_known = (_close_fraction(lanes, yaw, known[0][None], known[1][None], config)[:, 0]
+                         > config.overlap_fraction)
+        mutual = _close_fraction(lanes, yaw, lanes, yaw, config) if dedupe else np.zeros((len(lanes),) * 2)
+        for k in range(len(lanes)):
+            if length[k] < config.min_length_m or dup_known[k]:
+                continue
+            if keep and np.any(mutual[k, keep] > config.overlap_fraction):
+                continue
+            keep.append(k)
     check = CandidateCheck(keep=np.array(keep, np.int64))
     kept = lanes[check.keep] if keep else np.zeros((0,) + lanes.shape[1:])
     starts, ends = kept[:, 0], kept[:, -1]

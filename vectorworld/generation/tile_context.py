@@ -43,20 +43,26 @@ class TileContext:
 
 
 def _crossing(inside: np.ndarray, outside: np.ndarray, half: float) -> np.ndarray:
-    """The point on segment inside -> outside where it leaves the square [-half, half]^2 (bisection)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(30):
-        mid = 0.5 * (lo + hi)
-        if np.max(np.abs(inside + mid * (outside - inside))) <= half:
-            lo = mid
-        else:
-            hi = mid
-    return inside + lo * (outside - inside)
+    """The point on segment inside -> outside where it leaves the square [-half, half]^2."""
+    d = outside - inside
+    t = 1.0
+    for axis in range(2):
+        if d[axis] > 1e-12:
+            t = min(t, (half - inside[axis]) / d[axis])
+        elif d[axis] < -1e-12:
+            t = min(t, (-half - inside[axis]) / d[axis])
+    return inside + max(0.0, t) * d
 
 
-def clip_to_square(points: np.ndarray, half: float = HALF_TILE_M, spacing_m: float = 1.0) -> np.ndarray | None:
-    """The longest run of a polyline (N, 2) (tile frame) inside the square [-half, half]^2, densified at
-    ``spacing_m``; None if less than 2 m of it is inside."""
+def clip_to_square(points: np.ndarray, half: float = HALF_TILE_M, spacing_m: float = 2.0) -> np.ndarray | None:
+    """The longest run of a polyline (N, 2) (tile frame) inside the square [-half, half]^2, ends cut exactly
+    at the border (a polyline that leaves the square is first densified at ``spacing_m``); None if it misses
+    the square or less than 2 m of it is inside."""
+    lo, hi = points.min(0), points.max(0)
+    if np.any(lo > half) or np.any(hi < -half):
+        return None
+    if np.all(np.abs(points) <= half):
+        return points if geometry.polyline_lengths(points)[-1] >= 2.0 else None
     dense = geometry.resample_by_spacing(points, spacing_m)
     inside = np.max(np.abs(dense), axis=-1) <= half + 1e-6
     if not inside.any():
@@ -83,11 +89,18 @@ def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_ma
     frame = request.frame
     radius = HALF_TILE_M * np.sqrt(2.0) + 8.0
     candidates = []
-    for lane_id in request.graph.near(np.asarray(frame.center_xy, np.float64), radius):
-        local = frame.to_local(request.graph[lane_id].points)
-        run = clip_to_square(local)
-        if run is not None:
-            candidates.append((float(np.min(np.abs(run[:, 0]))), lane_id, run))
+    near = request.graph.near(np.asarray(frame.center_xy, np.float64), radius)
+    if near:  # one transform for all lanes, then a bounding-box test before any clipping
+        polylines = [request.graph[lane_id].points for lane_id in near]
+        counts = np.array([len(p) for p in polylines])
+        local = frame.to_local(np.concatenate(polylines))
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        lo, hi = np.minimum.reduceat(local, offsets, 0), np.maximum.reduceat(local, offsets, 0)
+        hit = np.all(lo <= HALF_TILE_M, 1) & np.all(hi >= -HALF_TILE_M, 1)
+        for k in np.flatnonzero(hit):
+            run = clip_to_square(local[offsets[k]:offsets[k] + counts[k]])
+            if run is not None:
+                candidates.append((float(np.min(np.abs(run[:, 0]))), near[k], run))
     candidates.sort(key=lambda c: (c[0], c[1]))
     candidates = candidates[:max_lanes // 2]
     tiles = empty_tile(max_lanes, max_agents)

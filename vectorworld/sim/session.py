@@ -278,6 +278,8 @@ class Session:
             self.end_reason = EndReason.GOAL_REACHED
         elif self.step_index >= self.config.step_limit:
             self.end_reason = EndReason.MAX_STEPS
+        elif self._at_dead_end():
+            self.end_reason = EndReason.NO_ROAD
 
     # ----------------------------------------------------------------- world upkeep
     def _cover(self) -> None:
@@ -328,6 +330,14 @@ class Session:
         if len(route) > 1 and any(i in dead for i in route[1:]):
             self.routes.routes[self.ego_id] = route[:1]
             self.routes.extend(self.world.graph, self.route_rng, self.ego_id, dead_ends=dead)
+
+    def _at_dead_end(self) -> bool:
+        """The ego stands at the end of a lane the world could not continue: the episode cannot go on."""
+        route, e = self.routes.get(self.ego_id), self.ego_slot
+        if len(route) != 1 or route[0] not in self.world.dead_ends or self.agents.speed[e] > 0.1:
+            return False
+        end, _ = self.world.graph[route[0]].end_pose
+        return bool(np.linalg.norm(self.agents.xy[e] - end) < 10.0)
 
     def _stuck(self) -> np.ndarray:
         """(C,) NPCs that have not moved for ``STUCK_TIMEOUT_S``: they are removed (as SUMO teleports

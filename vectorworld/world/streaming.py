@@ -25,12 +25,14 @@ from vectorworld.world.drivable import DrivableGrid
 class WorldConfig:
     """lookahead_m: generate when an open out port ahead of the ego is this close (m);
     retention_m: drop tiles whose centre is farther than this from the ego (m);
-    max_tiles_per_update: bound on generation work in one step."""
+    max_tiles_per_update: bound on generation work in one step;
+    attempts_per_port: generation attempts (each with fresh randomness) before an open end is a dead end."""
 
     lookahead_m: float = 90.0
     retention_m: float = 160.0
     max_tiles_per_update: int = 2
     port_margin_m: float = 3.0
+    attempts_per_port: int = 3
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class StreamingWorld:
         self.tile_ids = IdAllocator()
         self.fallback_tiles = 0
         self._exhausted_ports: set[int] = set()
+        self._attempts: dict[int, int] = {}
 
     # ----------------------------------------------------------------- building
     def start(self, center_xy: np.ndarray | None = None, yaw: float = 0.0) -> GeneratedTile:
@@ -162,7 +165,9 @@ class StreamingWorld:
                                                or (not p.is_out and not lane.predecessors))
             inside = bool(frame.contains(p.xy, -1.0))
             if still_open and (p.lane_id == port.lane_id or inside):
-                self._exhausted_ports.add(p.lane_id)
+                self._attempts[p.lane_id] = self._attempts.get(p.lane_id, 0) + 1
+                if self._attempts[p.lane_id] >= self.config.attempts_per_port:
+                    self._exhausted_ports.add(p.lane_id)
         return generated
 
     def _commit(self, frame: TileFrame, content: TileContent, latency_ms: float) -> GeneratedTile:
