@@ -39,7 +39,7 @@ def test_same_seed_same_states():
 
 
 def test_memory_bounded_tiles_retired():
-    session = Session(short_config(target_km=0.6))
+    session = Session(short_config(target_km=0.4))
     obs = session.reset()
     peak = 0
     while not obs.done:

@@ -59,6 +59,9 @@ def register(app: typer.Typer) -> None:
         planner: str = typer.Option("idm", "--planner", help="Ego planner: idm | module:Class."),
         generator: str = typer.Option("procedural", "--generator", help="Tile generator."),
         max_steps: int | None = typer.Option(None, "--max-steps", help="Step limit per episode."),
+        scenario: str | None = typer.Option(None, "--scenario", help="Start from a log: womd:PATH[#INDEX] "
+                                            "or nuplan:DB[#SCENE]; the world outpaints past its map."),
+        nuplan_maps: Path | None = typer.Option(None, "--nuplan-maps", help="nuPlan maps root (for nuplan:)."),
         workers: int = typer.Option(1, "--workers", help="Run episodes in this many local processes."),
         ray: str | None = typer.Option(None, "--ray", metavar="ADDRESS",
                                        help="Run episodes as Ray tasks: local (start Ray here) | auto | "
@@ -83,11 +86,17 @@ def register(app: typer.Typer) -> None:
         check_writable("--out", out)
         check_writable("--record", record)
         try:
-            config = SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc,
+            config = SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc, scenario=scenario,
+                                   nuplan_maps_dir=None if nuplan_maps is None else str(nuplan_maps),
                                    planner=planner, max_steps=max_steps).validate()
-            make_policy(npc)
+            if npc != "log-replay":  # replay is built into the Session (it needs the log's tracks)
+                make_policy(npc)
             load_planner(planner)
             make_generator(generator)
+            if scenario is not None:
+                from vectorworld.data.sources import load_scenario
+
+                load_scenario(scenario, nuplan_maps_dir=config.nuplan_maps_dir)
         except (VectorWorldError, ValueError) as err:
             raise bad_input(err) from None
         if workers != 1 or ray is not None or out_dir is not None or resume:
