@@ -32,7 +32,7 @@ class IdmParams:
     min_gap_m: float = 2.5
     max_accel_mps2: float = 1.8
     comfort_decel_mps2: float = 2.5
-    max_decel_mps2: float = 5.5
+    max_decel_mps2: float = 5.0
     exponent: float = 4.0
     speed_factor: float = 1.0
     max_lat_accel_mps2: float = 2.0

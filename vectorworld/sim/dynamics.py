@@ -57,7 +57,8 @@ def apply_deltas(xy: np.ndarray, yaw: np.ndarray, speed: np.ndarray, deltas: np.
     dyaw = np.clip(deltas[:, 2], -limits.max_yaw_rate_rps * dt_s, limits.max_yaw_rate_rps * dt_s)
     c, s = np.cos(yaw), np.sin(yaw)
     xy_next = xy + np.stack([c * dx - s * dy, s * dx + c * dy], -1)
-    return xy_next, geometry.wrap_angle(yaw + dyaw), dx / dt_s
+    # Speed along the heading, from the length of the step (a curved step is not slower than a straight one).
+    return xy_next, geometry.wrap_angle(yaw + dyaw), np.sign(dx) * np.hypot(dx, dy) / dt_s
 
 
 @dataclass(frozen=True)
