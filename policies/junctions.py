@@ -1,6 +1,6 @@
 """Right of way at intersections: which agents may enter which connector lanes this step.
 
-Two connectors conflict when their centrelines cross or they merge into the same lane. An agent about
+Two connectors conflict when their centrelines cross, pass within 3 m, or merge into the same lane. An agent about
 to enter a connector is granted it only if no agent occupies or has been granted a conflicting one;
 requests are served closest-first, so every approaching agent eventually goes.
 """
@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vectorworld.scene import LaneGraph, LaneType
+from vectorworld.geometry import point_segment_distance
+from vectorworld.scene import Lane, LaneGraph, LaneType
 
 
 def _segments_cross(a: np.ndarray, b: np.ndarray) -> bool:
@@ -26,6 +27,15 @@ def _segments_cross(a: np.ndarray, b: np.ndarray) -> bool:
         u = (qp[..., 0] * r[..., 1] - qp[..., 1] * r[..., 0]) / denom
     hit = (np.abs(denom) > 1e-12) & (t > 1e-3) & (t < 1 - 1e-3) & (u > 1e-3) & (u < 1 - 1e-3)
     return bool(hit.any())
+
+
+def _pass_close(la: Lane, lb: Lane, clearance_m: float = 3.0) -> bool:
+    """Whether two connectors come so close that vehicles on them would touch (their boxes, not their
+    centrelines, would meet). Connectors leaving the same lane are ordered by car following instead."""
+    if set(la.predecessors) & set(lb.predecessors):
+        return False
+    d = point_segment_distance(la.points, lb.points[:-1], lb.points[1:])
+    return bool(d.min() < clearance_m)
 
 
 class ConflictMap:
@@ -44,7 +54,8 @@ class ConflictMap:
             if np.linalg.norm(la.points.mean(0) - lb.points.mean(0)) > la.length_m + lb.length_m:
                 hit = False
             else:
-                hit = bool(set(la.successors) & set(lb.successors)) or _segments_cross(la.points, lb.points)
+                hit = (bool(set(la.successors) & set(lb.successors)) or _segments_cross(la.points, lb.points)
+                       or _pass_close(la, lb))
             self._cache[key] = hit
         return hit
 
