@@ -3,11 +3,11 @@
 import dataclasses
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from policies.base import PolicyInput
-from policies.idm import IdmPolicy
+from policies.idm import IdmParams, IdmPolicy
 from vectorworld import geometry
 from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
 from vectorworld.sim.dynamics import apply_deltas
@@ -62,7 +62,9 @@ def test_stops_behind_stopped_car():
 @settings(max_examples=15, deadline=None)
 @given(st.floats(0.0, 15.0), st.floats(20.0, 120.0), st.floats(0.0, 10.0))
 def test_never_rear_ends_braking_leader(v_follow, gap, v_lead):
-    """The leader (not IDM) brakes at 4 m/s^2 to a stop; the IDM follower must not touch it."""
+    """The leader (not IDM) brakes at 4 m/s^2 to a stop; the IDM follower must not touch it whenever a
+    stop is physically possible within IDM's braking limit."""
+    assume(gap > v_follow**2 / (2 * IdmParams().max_decel_mps2) + 1.0)
     graph = straight_graph(600.0)
     agents = make_agents([0.0, gap + 4.6], [v_follow, v_lead])
     policy, rng = IdmPolicy(), np.random.default_rng(0)
