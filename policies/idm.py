@@ -242,23 +242,19 @@ def advance_on_path(path: RoutePath | None, s_now: float, speed: float, accel: f
                                                                         s_next + 0.5]))
     tangent = pts[2] - pts[0]
     if np.linalg.norm(tangent) < 1e-6:
-        return xy, yaw, v_next
+        return xy + ds * np.array([np.cos(yaw), np.sin(yaw)]), yaw, v_next
     path_yaw = float(np.arctan2(tangent[1], tangent[0]))
     normal = np.array([-np.sin(path_yaw), np.cos(path_yaw)])
     target = pts[1] + lat_next * normal
-    target_yaw = path_yaw + float(np.arctan2(lat_next - lateral_m, ds))
     step = target - xy
     dist = float(np.linalg.norm(step))
-    if abs(dist - ds) > 0.2 * ds + 0.02:
-        # Off the rails (e.g. starting before the lane or askew): head for the target at speed ds/dt.
-        target_yaw = float(np.arctan2(step[1], step[0])) if dist > 1e-6 else target_yaw
+    # Move exactly ds towards the target (so the speed read back is v_next), turning at most at the
+    # yaw-rate and lateral-acceleration limits.
+    target_yaw = float(np.arctan2(step[1], step[0])) if dist > 1e-6 else path_yaw
     max_turn = min(MAX_YAW_RATE_RPS, MAX_LAT_ACCEL_MPS2 / max(v_next, 1e-3)) * dt_s
     turn = float(np.clip(geometry.wrap_angle(target_yaw - yaw), -max_turn, max_turn))
-    yaw_next = yaw + turn
-    if abs(dist - ds) > 0.2 * ds + 0.02 or abs(turn) < abs(float(geometry.wrap_angle(target_yaw - yaw))):
-        mid = yaw + 0.5 * turn
-        return xy + ds * np.array([np.cos(mid), np.sin(mid)]), yaw_next, v_next
-    return target, yaw_next, v_next
+    mid = yaw + 0.5 * turn
+    return xy + ds * np.array([np.cos(mid), np.sin(mid)]), yaw + turn, v_next
 
 
 def pose_delta(xy: np.ndarray, yaw: float, xy_next: np.ndarray, yaw_next: float) -> np.ndarray:
