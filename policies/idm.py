@@ -203,7 +203,7 @@ class IdmCore:
         dyaw = a.yaw[others][None] - np.take_along_axis(seg_yaw, k_best, 1)
         # Lateral half-extent of the other box across the corridor, plus our half width and a margin.
         across = 0.5 * (np.abs(a.length[others][None] * np.sin(dyaw)) + np.abs(a.width[others][None] * np.cos(dyaw)))
-        half = a.width[slots][:, None] / 2.0 + across + 0.3
+        half = a.width[slots][:, None] / 2.0 + across + 0.6  # adjacent lanes (>= 3.2 m apart) stay out
         s_other = np.take_along_axis(ahead_s, k_best, 1) + t_best * SAMPLE_M
         # Inside the corridor, ahead of the agent, and not the agent itself.
         mask = (d_best < half) & (s_other > s_now[:, None]) & (others[None] != slots[:, None])

@@ -75,8 +75,8 @@ class SessionConfig:
 
     @property
     def step_limit(self) -> int:
-        """Default limit: the target distance at an average of 2 m/s."""
-        return self.max_steps or int(math.ceil(self.target_km * 1000.0 / 2.0 / DT_S))
+        """Default limit: the target distance at an average of 1 m/s (urban driving with junction waits)."""
+        return self.max_steps or int(math.ceil(self.target_km * 1000.0 / 1.0 / DT_S))
 
 
 class Session:

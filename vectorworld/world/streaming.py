@@ -16,7 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.base import IdAllocator, Port, TileContent, TileFrame, TileGenerator, TileRequest
+from vectorworld.generation.base import (
+    AgentSpawns,
+    IdAllocator,
+    Port,
+    TileContent,
+    TileFrame,
+    TileGenerator,
+    TileRequest,
+)
 from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph, LaneType, Tile
 from vectorworld.world.drivable import DrivableGrid
 
@@ -26,13 +34,15 @@ class WorldConfig:
     """lookahead_m: generate when an open out port ahead of the ego is this close (m);
     retention_m: drop tiles whose centre is farther than this from the ego (m);
     max_tiles_per_update: bound on generation work in one step;
-    attempts_per_port: generation attempts (each with fresh randomness) before an open end is a dead end."""
+    attempts_per_port: generation attempts (each with fresh randomness) before an out port is continued by
+    a straight lane of straight_fallback_m (and an in port counts as a dead end)."""
 
     lookahead_m: float = 90.0
     retention_m: float = 160.0
     max_tiles_per_update: int = 2
     port_margin_m: float = 3.0
     attempts_per_port: int = 3
+    straight_fallback_m: float = 40.0
 
 
 @dataclass(frozen=True)
@@ -166,14 +176,29 @@ class StreamingWorld:
             inside = bool(frame.contains(p.xy, -1.0))
             if still_open and (p.lane_id == port.lane_id or inside):
                 self._attempts[p.lane_id] = self._attempts.get(p.lane_id, 0) + 1
-                if self._attempts[p.lane_id] >= self.config.attempts_per_port:
+                if self._attempts[p.lane_id] == self.config.attempts_per_port and p.is_out:
+                    self._extend_straight(p)
+                elif self._attempts[p.lane_id] > self.config.attempts_per_port:
                     self._exhausted_ports.add(p.lane_id)
         return generated
 
-    def _commit(self, frame: TileFrame, content: TileContent, latency_ms: float) -> GeneratedTile:
+    def _extend_straight(self, port: Port) -> None:
+        """Last resort for an out port the generator could not continue: a straight lane of
+        ``straight_fallback_m`` along the port heading (it may overlap other roads), so the world never
+        runs out of road; generation resumes from its end."""
+        length = self.config.straight_fallback_m
+        steps = np.linspace(0.0, length, int(length // 2.0) + 1)
+        points = port.xy + steps[:, None] * np.array([np.cos(port.yaw), np.sin(port.yaw)])
+        lane = Lane(self.lane_ids(), points, width_m=port.width_m, speed_limit_mps=port.speed_limit_mps)
+        content = TileContent(lanes=(lane,), links=((port.lane_id, lane.id),), agents=AgentSpawns.none(),
+                              used_fallback=True)
+        self._commit(TileFrame((port.xy + points[-1]) / 2.0, port.yaw), content, 0.0, "straight-fallback")
+
+    def _commit(self, frame: TileFrame, content: TileContent, latency_ms: float,
+                generator_name: str | None = None) -> GeneratedTile:
         tile_id = self.tile_ids()
-        tile = Tile(id=tile_id, center_xy=frame.center_xy, yaw=float(frame.yaw), order=tile_id,
-                    generator=self.generator.name if not content.used_fallback else "procedural-fallback",
+        name = generator_name or (self.generator.name if not content.used_fallback else "procedural-fallback")
+        tile = Tile(id=tile_id, center_xy=frame.center_xy, yaw=float(frame.yaw), order=tile_id, generator=name,
                     lane_ids=tuple(lane.id for lane in content.lanes), latency_ms=latency_ms)
         self.fallback_tiles += int(content.used_fallback)
         lanes = [dataclasses.replace(lane, tile_id=tile_id) for lane in content.lanes]
@@ -189,8 +214,9 @@ class StreamingWorld:
 
     def _mark_crossings(self, new_ids: Sequence[int], max_length_m: float = 60.0) -> None:
         """Mark as CONNECTOR every lane (new, or existing near the new ones) whose centreline crosses a
-        lane it is not connected to. Real maps do not label junction lanes, and a generated connector can
-        cut through a through-lane: either way, junction right of way must apply to both."""
+        lane it is not connected to, or that merges with another lane into one. Real maps do not label
+        junction lanes, and a generated connector can cut through a through-lane: either way, junction
+        right of way must apply to both."""
         import shapely
 
         if not new_ids:
@@ -212,6 +238,16 @@ class StreamingWorld:
             for lane in (la, lb):
                 if lane.lane_type != LaneType.CONNECTOR and lane.length_m <= max_length_m:
                     self.graph.set_type(lane.id, LaneType.CONNECTOR)
+        # Lanes that merge into one lane take turns too (junction right of way: shared successor).
+        for lane_id in ids:
+            lane = self.graph[lane_id]
+            for succ in lane.successors:
+                if succ in self.graph and len(self.graph[succ].predecessors) > 1:
+                    for merging in self.graph[succ].predecessors:
+                        other = self.graph.lanes.get(merging)
+                        if (other is not None and other.lane_type != LaneType.CONNECTOR
+                                and other.length_m <= max_length_m):
+                            self.graph.set_type(merging, LaneType.CONNECTOR)
 
     # ----------------------------------------------------------------- queries
     @property
