@@ -143,6 +143,20 @@ class IdmCore:
                 if 0.0 <= dist <= p.junction_approach_m:
                     requests.append(JunctionRequest(int(a.id[slot]), profile.connector, dist))
                     entry_s[int(a.id[slot])] = profile.connector_s
+        # Everyone else approaching a junction competes too, so that the ego planner and the NPC policy
+        # (separate calls) reach the same decision for the same state.
+        planned = {int(a.id[slot]) for slot in slots}
+        for slot in np.nonzero(a.valid)[0]:
+            agent_id = int(a.id[slot])
+            if agent_id in planned:
+                continue
+            profile = self.profile(inp, agent_id)
+            if profile is None or profile.connector < 0:
+                continue
+            s_other = geometry.project_to_polyline(a.xy[slot][None], profile.path.points)[0][0]
+            dist = profile.connector_s - s_other
+            if 0.0 <= dist <= p.junction_approach_m:
+                requests.append(JunctionRequest(agent_id, profile.connector, dist))
         occupied = self._occupied_connectors(inp)
         granted = grant_connectors(inp.graph, self.conflicts, occupied, requests)
         for row, slot in enumerate(slots):
