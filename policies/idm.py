@@ -22,6 +22,9 @@ LOOKAHEAD_M = 70.0
 MAX_YAW_RATE_RPS = 1.2
 MAX_LAT_ACCEL_MPS2 = 6.0
 SAMPLE_M = 2.0
+MOVING_MARGIN_M = 0.6
+STANDING_MARGIN_M = 0.2
+STANDING_MPS = 0.5
 
 
 @dataclass(frozen=True)
@@ -217,7 +220,10 @@ class IdmCore:
         dyaw = a.yaw[others][None] - np.take_along_axis(seg_yaw, k_best, 1)
         # Lateral half-extent of the other box across the corridor, plus our half width and a margin.
         across = 0.5 * (np.abs(a.length[others][None] * np.sin(dyaw)) + np.abs(a.width[others][None] * np.cos(dyaw)))
-        half = a.width[slots][:, None] / 2.0 + across + 0.6  # adjacent lanes (>= 3.2 m apart) stay out
+        # Moving agents get a wide margin (they may drift in); standing ones a narrow one, so traffic
+        # passes cars parked at the curb. Adjacent lanes (>= 3.2 m apart) stay out either way.
+        margin = np.where(a.speed[others] < STANDING_MPS, STANDING_MARGIN_M, MOVING_MARGIN_M)[None]
+        half = a.width[slots][:, None] / 2.0 + across + margin
         s_other = np.take_along_axis(ahead_s, k_best, 1) + t_best * SAMPLE_M
         # Inside the corridor, ahead of the agent, and not the agent itself.
         mask = (d_best < half) & (s_other > s_now[:, None]) & (others[None] != slots[:, None])

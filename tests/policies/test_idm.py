@@ -103,3 +103,16 @@ def test_yields_to_agent_on_conflicting_connector():
     s, _, _ = geometry.project_to_polyline(agents.xy[:1], graph[1].points)
     assert agents.xy[0, 0] + 2.3 < 0.0 and agents.speed[0] < 0.1, "entered the junction without right of way"
     assert s[0] > 15.0
+
+
+def test_passes_car_parked_at_the_curb_but_stops_for_one_in_the_lane():
+    """A standing car whose box reaches PARKED_INTRUSION_M into the lane is passed; one at the lane
+    centre is a leader. Parked offset as the spawner places it: lane half width + car half width - 0.3."""
+    from vectorworld.generation.spawning import PARKED_INTRUSION_M
+
+    graph = straight_graph()
+    offset = -(3.5 / 2 + 2.0 / 2 - PARKED_INTRUSION_M)
+    for y, passes in ((offset, True), (-0.5, False)):
+        agents = make_agents([0.0, 60.0], [10.0, 0.0], ys=[0.0, y])
+        agents, _ = simulate(graph, agents, {0: [1]}, np.array([True, False, False]), 150)
+        assert (agents.xy[0, 0] > 80.0) == passes

@@ -29,6 +29,10 @@ MAX_MOTION_M = 12.0
 
 OFF_LANE = -1
 """lane_id of agents that are not on a lane: parked cars at the curb, pedestrians on the sidewalk."""
+PARKED_INTRUSION_M = 0.3
+"""How far a parked car at the curb reaches into its lane (m), unless that puts its centre more than
+PARKED_MAX_OFFSET_M from the lane centre (wide lanes): traffic passes it at the lane centre."""
+PARKED_MAX_OFFSET_M = 2.45  # inside the 2.5 m off-lane threshold (DESIGN.md section 8)
 
 Eligible = Callable[[np.ndarray], np.ndarray]
 """Whether global points (..., 2) lie where agents may be spawned."""
@@ -150,8 +154,8 @@ def spawn_agents(lanes: tuple[Lane, ...], request: TileRequest, first_tile: bool
     return _accept(candidates, request.existing_agents_xy, config)
 
 
-def _size(rng: np.random.Generator, config: SpawnConfig) -> tuple[float, float]:
-    if rng.random() < config.truck_prob:
+def _size(rng: np.random.Generator, config: SpawnConfig, trucks: bool = True) -> tuple[float, float]:
+    if trucks and rng.random() < config.truck_prob:
         return float(rng.uniform(7.0, 11.0)), float(rng.uniform(2.3, 2.6))
     return float(np.clip(rng.normal(4.75, 0.3), 4.2, 5.4)), float(np.clip(rng.normal(2.0, 0.1), 1.8, 2.2))
 
@@ -209,14 +213,14 @@ def _parked(lanes: tuple[Lane, ...], by_id: dict[int, Lane], rng: np.random.Gene
             continue
         count = int(rng.integers(config.parked_row[0], config.parked_row[1] + 1))
         s = float(rng.uniform(3.0, max(lane.length_m - 3.0, 3.1)))
-        offset = -min(lane.width_m / 2.0 + 0.7, 2.45)
         related = (lane.id,) + tuple(i for i in lane.successors + lane.predecessors
                                      if i in by_id and by_id[i].lane_type != LaneType.CONNECTOR)
         for _ in range(count):
-            length, width = _size(rng, config)
+            length, width = _size(rng, config, trucks=False)
             if s > lane.length_m - 3.0:
                 break
             xy, yaw = _lane_pose(lane, s)
+            offset = -min(lane.width_m / 2.0 + width / 2.0 - PARKED_INTRUSION_M, PARKED_MAX_OFFSET_M)
             pos = xy + offset * np.array([-np.sin(yaw), np.cos(yaw)])
             corners = geometry.box_corners(pos, np.float64(yaw), np.float64(length), np.float64(width))
             if eligible(pos) and clearance.clear(np.vstack([corners, pos[None]]), 0.2, related):

@@ -93,6 +93,7 @@ class MetricTracker:
         self.dt_s = dt_s
         self._npc_contact = np.zeros((capacity, capacity), bool)
         self._npc_offroad = np.zeros(capacity, bool)
+        self._seen = np.zeros(capacity, bool)  # slots whose state the previous step evaluated
         self._ego_accel: float | None = None
 
     def reset_slots(self, slots: np.ndarray) -> None:
@@ -100,6 +101,7 @@ class MetricTracker:
         self._npc_contact[slots] = False
         self._npc_contact[:, slots] = False
         self._npc_offroad[slots] = False
+        self._seen[slots] = False
 
     def prime(self, agents: Agents, ego_slot: int, drivable: DrivableGrid) -> None:
         """Remember the initial contacts and off-road agents (e.g. parked cars in a log) so that only
@@ -109,14 +111,21 @@ class MetricTracker:
 
     def step(self, before: Agents, after: Agents, ego_slot: int, moved: np.ndarray,
              drivable: DrivableGrid) -> StepMetrics:
-        """``moved``: (C,) bool, agents that existed before the step and still exist (kinematics apply)."""
+        """``moved``: (C,) bool, agents that existed before the step and still exist (kinematics apply).
+
+        Contact and off-road events count transitions seen by two consecutive steps: an agent spawned
+        since the previous step (a parked car at the curb, a tile's traffic) starts with its state
+        remembered, so spawning is never counted as a policy's event.
+        """
         valid = after.valid
+        seen = self._seen & valid
+        self._seen = valid.copy()
         overlap = geometry.pairwise_box_overlap(after.xy, after.yaw, after.length, after.width, valid)
         ego_hits = tuple(int(after.id[j]) for j in np.nonzero(overlap[ego_slot])[0])
         npc = valid.copy()
         npc[ego_slot] = False
         npc_pairs = overlap & npc[:, None] & npc[None]
-        new_contacts = int(np.triu(npc_pairs & ~self._npc_contact).sum())
+        new_contacts = int(np.triu(npc_pairs & ~self._npc_contact & seen[:, None] & seen[None]).sum())
         self._npc_contact = npc_pairs
         corners = geometry.box_corners(after.xy, after.yaw, after.length, after.width)
         vehicles = valid & (after.agent_type == AgentType.VEHICLE)
@@ -124,7 +133,7 @@ class MetricTracker:
         offroad = np.zeros(after.capacity, bool)
         offroad[np.nonzero(vehicles)[0]] = ~on_road
         npc_veh = vehicles & npc
-        new_offroad = int((offroad & ~self._npc_offroad & npc_veh & moved).sum())
+        new_offroad = int((offroad & ~self._npc_offroad & npc_veh & moved & seen).sum())
         self._npc_offroad = offroad & npc_veh
         infeasible, counted = self._infeasible(before, after, npc_veh & moved)
         ego_dist = float(np.linalg.norm(after.xy[ego_slot] - before.xy[ego_slot]))

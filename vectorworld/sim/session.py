@@ -29,7 +29,7 @@ from vectorworld.sim.commands import (
 from vectorworld.sim.dynamics import apply_deltas, bicycle_step, track_trajectory
 from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
-from vectorworld.sim.spawning import SpawnBook, place_spawns
+from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
 from vectorworld.world import StreamingWorld, WorldConfig
 from vectorworld.world.routes import RouteBook, build_path
 
@@ -295,6 +295,8 @@ class Session:
             self._spawn(generated.content.agents)
         if new:
             self.routes.extend(self.world.graph, self.route_rng, self.ego_id, dead_ends=self.world.dead_ends)
+            lanes = [lane for generated in new for lane in generated.content.lanes]
+            self._remove(parked_in_the_way(self.agents, set(self.routes.routes), lanes))
 
     def _spawn(self, spawns) -> None:  # noqa: ANN001 - AgentSpawns
         ego_xy = self.agents.xy[self.ego_slot]
@@ -313,14 +315,20 @@ class Session:
         far |= self._at_world_edge()
         if not self.log_replay:
             far |= self._stuck()
-        far[self.ego_slot] = False
-        if far.any():
-            slots = np.nonzero(far)[0]
-            for slot in slots:
-                self.routes.drop(int(self.agents.id[slot]))
-            self.agents = dataclasses.replace(self.agents, valid=self.agents.valid & ~far,
-                                              id=np.where(far, -1, self.agents.id))
-            self.tracker.reset_slots(slots)
+        self._remove(far)
+
+    def _remove(self, gone: np.ndarray) -> None:
+        """Take the NPCs in the (C,) mask out of the world (never the ego)."""
+        gone = gone & self.agents.valid
+        gone[self.ego_slot] = False
+        if not gone.any():
+            return
+        slots = np.nonzero(gone)[0]
+        for slot in slots:
+            self.routes.drop(int(self.agents.id[slot]))
+        self.agents = dataclasses.replace(self.agents, valid=self.agents.valid & ~gone,
+                                          id=np.where(gone, -1, self.agents.id))
+        self.tracker.reset_slots(slots)
 
     def _avoid_dead_end(self) -> None:
         """If the ego's route runs into a lane the world could not continue, re-plan it from the ego's
@@ -340,10 +348,12 @@ class Session:
         return bool(np.linalg.norm(self.agents.xy[e] - end) < 10.0)
 
     def _stuck(self) -> np.ndarray:
-        """(C,) NPCs that have not moved for ``STUCK_TIMEOUT_S``: they are removed (as SUMO teleports
-        jammed vehicles), so a local jam never blocks an episode forever."""
-        moving = self.agents.speed > 0.1
-        self._stopped_s = np.where(moving | ~self.agents.valid, 0.0, self._stopped_s + DT_S)
+        """(C,) NPCs in traffic (on a route; parked cars never count) that have not moved for
+        ``STUCK_TIMEOUT_S``: they are removed (as SUMO teleports jammed vehicles), so a local jam never
+        blocks an episode forever."""
+        a = self.agents
+        in_traffic = np.array([int(i) in self.routes.routes for i in a.id]) & a.valid  # not parked cars
+        self._stopped_s = np.where((a.speed > 0.1) | ~in_traffic, 0.0, self._stopped_s + DT_S)
         stuck = self._stopped_s > STUCK_TIMEOUT_S
         self.stuck_removed += int((stuck & self.agents.valid).sum() - stuck[self.ego_slot])
         return stuck

@@ -8,7 +8,7 @@ import numpy as np
 
 from vectorworld import DT_S, geometry
 from vectorworld.generation.base import AgentSpawns
-from vectorworld.scene import Agents
+from vectorworld.scene import Agents, AgentType, Lane
 
 EGO_CLEARANCE_M = 30.0
 """Agents are never spawned closer than this to the ego (no collision caused by spawning)."""
@@ -88,3 +88,32 @@ def place_spawns(agents: Agents, spawns: AgentSpawns, ego_xy: np.ndarray,
         occupied.append(xy)
         placed.append((agent_id, int(spawns.lane_id[k])))
     return Agents(**arrays), placed
+
+
+IN_THE_WAY_M = 0.5
+"""A parked car whose box reaches further than this into a new lane (past its edge) is in its way: lane
+followers would have to stop behind it. Cars parked at the curb of their own lane reach 0.4 m at most."""
+
+
+def parked_in_the_way(agents: Agents, routed: set[int], lanes: list[Lane]) -> np.ndarray:
+    """(C,) parked cars (standing, off every route) that a newly added lane runs into.
+
+    A parked car is placed clear of the lanes known when it spawns; a later tile may lay a junction
+    connector across the curb it stands at. The new road wins: such cars are removed.
+    """
+    out = np.zeros(agents.capacity, bool)
+    if not lanes:
+        return out
+    parked = agents.valid & (agents.speed < 0.1) & (agents.agent_type == AgentType.VEHICLE)
+    parked &= np.array([int(i) not in routed for i in agents.id])
+    slots = np.nonzero(parked)[0]
+    if len(slots) == 0:
+        return out
+    a = np.concatenate([lane.points[:-1] for lane in lanes])
+    b = np.concatenate([lane.points[1:] for lane in lanes])
+    half = np.repeat([lane.width_m / 2.0 for lane in lanes], [len(lane.points) - 1 for lane in lanes])
+    corners = geometry.box_corners(agents.xy[slots], agents.yaw[slots], agents.length[slots], agents.width[slots])
+    points = np.concatenate([corners, agents.xy[slots][:, None]], 1)  # (S, 5, 2)
+    dist = geometry.point_segment_distance(points.reshape(-1, 2), a, b).reshape(len(slots), 5, -1)
+    out[slots] = (dist < half - IN_THE_WAY_M).any((1, 2))
+    return out

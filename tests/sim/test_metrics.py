@@ -1,0 +1,49 @@
+"""Metric event memory: spawned agents start remembered, so spawning never counts as a policy event."""
+
+import dataclasses
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.scene import Agents, Lane
+from vectorworld.sim.metrics import MetricTracker
+from vectorworld.world.drivable import DrivableGrid
+
+
+def agents_at(xy: list[tuple[float, float]], valid: list[bool]) -> Agents:
+    a = Agents.empty(len(xy))
+    arrays = {f.name: getattr(a, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][:] = np.arange(len(xy))
+    arrays["valid"][:] = valid
+    arrays["agent_type"][:] = 1
+    arrays["xy"][:] = xy
+    arrays["length"][:], arrays["width"][:] = 4.6, 2.0
+    return Agents(**arrays)
+
+
+def road() -> DrivableGrid:
+    grid = DrivableGrid()
+    xs = np.linspace(-50.0, 150.0, 101)
+    grid.add(Lane(1, np.stack([xs, np.zeros_like(xs)], -1)))
+    return grid
+
+
+def test_spawned_parked_car_off_road_and_overlap_are_not_events():
+    grid, tracker = road(), MetricTracker(4, 0.1)
+    before = agents_at([(-30.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)], [True, False, False, False])
+    tracker.prime(before, 0, grid)
+    # Between two steps the world spawns a parked car off the road and two overlapping cars.
+    spawned = agents_at([(-30.0, 0.0), (40.0, 8.0), (60.0, 0.0), (61.0, 0.0)], [True] * 4)
+    m = tracker.step(spawned, spawned, 0, spawned.valid, grid)
+    assert (m.npc_offroad_events, m.npc_collision_events) == (0, 0)
+    # A car that was on the road and drives off it is an event; so is a new contact.
+    moved = spawned.with_state(spawned.xy + np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [50.0, 0.0]]),
+                               spawned.yaw, spawned.speed)
+    drove_off = moved.with_state(np.where(np.arange(4)[:, None] == 2, [[60.0, 9.0]] * 4, moved.xy),
+                                 moved.yaw, moved.speed)
+    m = tracker.step(spawned, drove_off, 0, spawned.valid, grid)
+    assert m.npc_offroad_events == 1
+    hit = drove_off.with_state(np.where(np.arange(4)[:, None] == 3, [[40.0, 8.5]] * 4, drove_off.xy),
+                               drove_off.yaw, drove_off.speed)
+    assert geometry.pairwise_box_overlap(hit.xy, hit.yaw, hit.length, hit.width, hit.valid)[1, 3]
+    assert tracker.step(drove_off, hit, 0, hit.valid, grid).npc_collision_events == 1

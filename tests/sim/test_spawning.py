@@ -1,0 +1,25 @@
+"""Parked cars: never removed for standing still; removed when a new lane is laid through them."""
+
+import dataclasses
+
+import numpy as np
+
+from vectorworld.scene import Agents, Lane
+from vectorworld.sim.spawning import parked_in_the_way
+
+
+def test_parked_in_the_way_of_new_lane_only():
+    a = Agents.empty(4)
+    arrays = {f.name: getattr(a, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][:] = [10, 11, 12, 13]
+    arrays["valid"][:] = True
+    arrays["agent_type"][:] = 1
+    # 11: at the curb of the lane (0.3 m into it); 12: across it; 13: across it but routed (traffic).
+    arrays["xy"][:] = [(0.0, 30.0), (20.0, -2.45), (40.0, -1.0), (60.0, -1.0)]
+    arrays["length"][:], arrays["width"][:] = 4.6, 2.0
+    agents = Agents(**arrays)
+    xs = np.linspace(0.0, 100.0, 51)
+    lane = Lane(1, np.stack([xs, np.zeros_like(xs)], -1), width_m=3.5)
+    out = parked_in_the_way(agents, routed={13}, lanes=[lane])
+    assert out.tolist() == [False, False, True, False]
+    assert not parked_in_the_way(agents, routed=set(), lanes=[]).any()
