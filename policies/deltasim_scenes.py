@@ -144,8 +144,8 @@ def drive(inp: PolicyInput, policy: Policy, rng: np.random.Generator, steps: int
         xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, executed, cur.dt_s)
         nxt = agents.with_state(xy, yaw, speed)
         yield cur, deltas, nxt
-        for slot in np.nonzero(agents.valid)[0]:
-            agent_id = int(agents.id[slot])
-            book.advance(inp.graph, agent_id, nxt.xy[slot], float(nxt.yaw[slot]))
-            book.extend(inp.graph, route_rng, agent_id)
+        slots = np.nonzero(agents.valid)[0]
+        book.advance(inp.graph, agents.id[slots], nxt.xy[slots], nxt.yaw[slots])
+        for agent_id in agents.id[slots].tolist():
+            book.extend(inp.graph, route_rng, int(agent_id))
         agents = nxt

@@ -15,7 +15,8 @@ import numpy as np
 from policies.base import Policy, PolicyInput, register_policy
 from policies.junctions import ConflictMap, JunctionRequest, grant_connectors
 from vectorworld import geometry
-from vectorworld.scene import LaneGraph, LaneType
+from vectorworld.scene import Agents, LaneGraph, LaneType
+from vectorworld.world.path_batch import PathBatch
 from vectorworld.world.routes import RoutePath, build_path
 
 LOOKAHEAD_M = 70.0
@@ -44,13 +45,17 @@ class IdmParams:
 
 @dataclass(frozen=True)
 class IdmPlan:
-    """One IDM step for the planned slots: accel (N,) m/s^2, and per slot the route path and arc position."""
+    """One IDM step for the planned slots (N): accel (N,) m/s^2, each slot's route path (None without a
+    route), its arc position s (N,) m and lateral offset (N,) m on it; ``batch`` holds the paths of the
+    rows in ``routed`` (N,) bool, padded for batched sampling."""
 
     slots: np.ndarray
     accel: np.ndarray
-    paths: list[RoutePath]
+    paths: list[RoutePath | None]
     s: np.ndarray
     lateral: np.ndarray
+    routed: np.ndarray
+    batch: PathBatch
 
 
 @dataclass(frozen=True)
@@ -90,10 +95,13 @@ class IdmCore:
         self.params = params
         self.conflicts = ConflictMap()
         self._paths: dict[tuple[int, ...], PathProfile] = {}
+        self._memo_agents: Agents | None = None
+        self._memo: dict[tuple[int, tuple[int, ...]], tuple[float, float]] = {}
 
     def reset(self) -> None:
         self.conflicts = ConflictMap()
         self._paths.clear()
+        self._memo_agents, self._memo = None, {}
 
     def path(self, inp: PolicyInput, agent_id: int) -> RoutePath | None:
         profile = self.profile(inp, agent_id)
@@ -101,67 +109,47 @@ class IdmCore:
 
     def profile(self, inp: PolicyInput, agent_id: int) -> PathProfile | None:
         """The agent's route path with its speed caps and first junction entry (cached per route)."""
-        route = tuple(i for i in inp.routes.get(agent_id, ()) if i in inp.graph)
-        if not route:
-            return None
+        route = tuple(inp.routes.get(agent_id, ()))
         profile = self._paths.get(route)
-        if profile is None:
+        if profile is None or not all(i in inp.graph for i in route):  # cached, unless a lane was retired
+            known = tuple(i for i in route if i in inp.graph)
+            if not known:
+                return None
             if len(self._paths) > 4096:
                 self._paths.clear()
-            profile = self._paths[route] = PathProfile.build(inp.graph, route, self.params)
+            profile = self._paths[known] = PathProfile.build(inp.graph, known, self.params)
         return profile
 
     def plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
         """IDM acceleration for ``slots`` given every agent in ``inp`` as a potential obstacle."""
         p, a = self.params, inp.agents
+        slots = np.asarray(slots, dtype=np.int64)
         n = len(slots)
         profiles = [self.profile(inp, int(a.id[i])) for i in slots]
-        paths = [None if pr is None else pr.path for pr in profiles]
-        s_now = np.zeros(n)
-        lateral = np.zeros(n)
+        routed = np.array([pr is not None for pr in profiles], bool)
+        rows = np.nonzero(routed)[0]
+        batch = PathBatch.of([profiles[r].path.points for r in rows], [profiles[r].path.s for r in rows])
+        s_now, lateral = self._positions(inp, slots, profiles)
         # Sampled corridor ahead of each agent: (N, K, 2) points, arc lengths, speed caps.
-        k_count = int(LOOKAHEAD_M / SAMPLE_M) + 1
-        ahead = np.zeros((n, k_count, 2))
-        ahead_s = np.zeros((n, k_count))
-        ahead_cap = np.full((n, k_count), np.inf)
-        stop_at = np.full(n, np.inf)  # arc length of a virtual stopped obstacle (m, along the path)
+        ahead_s = s_now[:, None] + np.arange(int(LOOKAHEAD_M / SAMPLE_M) + 1)[None] * SAMPLE_M
+        ahead = np.repeat(a.xy[slots][:, None], ahead_s.shape[1], 1)
+        ahead_cap = np.full(ahead_s.shape, np.inf)
+        stop_at = np.zeros(n)  # arc length of a virtual stopped obstacle (m); agents without a route stop
+        if len(rows):
+            ahead[rows] = batch.interpolate(ahead_s[rows])
+            cap = batch.sample(batch.pad([profiles[r].cap for r in rows]), ahead_s[rows])
+            ahead_cap[rows] = np.where(ahead_s[rows] > batch.length_m[:, None], np.inf, cap)
+            stop_at[rows] = batch.length_m  # the road is not known past here (yet)
         requests: list[JunctionRequest] = []
         entry_s: dict[int, float] = {}
-        steps = np.arange(k_count) * SAMPLE_M
-        for row, (slot, profile) in enumerate(zip(slots, profiles, strict=True)):
-            if profile is None:
-                stop_at[row] = 0.0
-                ahead[row] = a.xy[slot]
-                continue
-            path = profile.path
-            s_proj, lat_proj, _ = geometry.project_to_polyline(a.xy[slot][None], path.points)
-            s_now[row], lateral[row] = s_proj[0], lat_proj[0]
-            targets = s_now[row] + steps
-            ahead[row] = geometry.interpolate_polyline(path.points, path.s, targets)
-            ahead_s[row] = targets
-            ahead_cap[row] = np.where(targets > path.s[-1], np.inf, np.interp(targets, path.s, profile.cap))
-            stop_at[row] = path.s[-1]  # the road is not known past here (yet)
-            if profile.connector >= 0:
-                dist = profile.connector_s - s_now[row]
-                if 0.0 <= dist <= p.junction_approach_m:
-                    requests.append(JunctionRequest(int(a.id[slot]), profile.connector, dist))
-                    entry_s[int(a.id[slot])] = profile.connector_s
-        # Everyone else approaching a junction competes too, so that the ego planner and the NPC policy
-        # (separate calls) reach the same decision for the same state.
-        planned = {int(a.id[slot]) for slot in slots}
-        for slot in np.nonzero(a.valid)[0]:
-            agent_id = int(a.id[slot])
-            if agent_id in planned:
-                continue
-            profile = self.profile(inp, agent_id)
-            if profile is None or profile.connector < 0:
-                continue
-            s_other = geometry.project_to_polyline(a.xy[slot][None], profile.path.points)[0][0]
-            dist = profile.connector_s - s_other
-            if 0.0 <= dist <= p.junction_approach_m:
+        for row in rows:
+            profile, agent_id = profiles[row], int(a.id[slots[row]])
+            dist = profile.connector_s - s_now[row]
+            if profile.connector >= 0 and 0.0 <= dist <= p.junction_approach_m:
                 requests.append(JunctionRequest(agent_id, profile.connector, dist))
-        occupied = self._occupied_connectors(inp)
-        granted = grant_connectors(inp.graph, self.conflicts, occupied, requests)
+                entry_s[agent_id] = profile.connector_s
+        requests += self._other_requests(inp, slots)
+        granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests)
         for row, slot in enumerate(slots):
             agent_id = int(a.id[slot])
             if agent_id in entry_s and agent_id not in granted:
@@ -182,7 +170,54 @@ class IdmCore:
         interaction = (np.maximum(s_star, p.min_gap_m) / np.maximum(gap, 0.1)) ** 2
         accel = p.max_accel_mps2 * (free - np.where(np.isfinite(gap), interaction, 0.0))
         accel = np.clip(accel, -p.max_decel_mps2, p.max_accel_mps2)
-        return IdmPlan(np.asarray(slots), accel, paths, s_now, lateral)
+        paths = [None if pr is None else pr.path for pr in profiles]
+        return IdmPlan(slots, accel, paths, s_now, lateral, routed, batch)
+
+    def _positions(self, inp: PolicyInput, slots: np.ndarray,
+                   profiles: list[PathProfile | None]) -> tuple[np.ndarray, np.ndarray]:
+        """Arc position and lateral offset (N,) m of each slot on its route path (0 without a route).
+
+        Memoised for the current agent state: the ego planner and the NPC policy plan from the same state
+        in one step, and each sees every other agent approaching a junction.
+        """
+        a = inp.agents
+        if self._memo_agents is not a:
+            self._memo_agents, self._memo = a, {}
+        s_now, lateral = np.zeros(len(slots)), np.zeros(len(slots))
+        missing = []
+        for row, (slot, profile) in enumerate(zip(slots, profiles, strict=True)):
+            if profile is None:
+                continue
+            known = self._memo.get((int(a.id[slot]), profile.path.lane_ids))
+            if known is None:
+                missing.append(row)
+            else:
+                s_now[row], lateral[row] = known
+        if missing:
+            batch = PathBatch.of([profiles[r].path.points for r in missing], [profiles[r].path.s for r in missing])
+            s_now[missing], lateral[missing] = batch.project(a.xy[slots[missing]])
+            for r in missing:
+                self._memo[(int(a.id[slots[r]]), profiles[r].path.lane_ids)] = (s_now[r], lateral[r])
+        return s_now, lateral
+
+    def _other_requests(self, inp: PolicyInput, slots: np.ndarray) -> list[JunctionRequest]:
+        """Everyone else approaching a junction competes too, so that the ego planner and the NPC policy
+        (separate calls) reach the same decision for the same state."""
+        a = inp.agents
+        planned = set(a.id[slots].tolist())
+        others = [slot for slot in np.nonzero(a.valid)[0] if int(a.id[slot]) not in planned]
+        profiles = [self.profile(inp, int(a.id[slot])) for slot in others]
+        keep = [k for k, pr in enumerate(profiles) if pr is not None and pr.connector >= 0]
+        if not keep:
+            return []
+        chosen = [profiles[k] for k in keep]
+        s_other, _ = self._positions(inp, np.array([others[k] for k in keep]), chosen)
+        out = []
+        for k, profile, s_k in zip(keep, chosen, s_other, strict=True):
+            dist = profile.connector_s - s_k
+            if 0.0 <= dist <= self.params.junction_approach_m:
+                out.append(JunctionRequest(int(a.id[others[k]]), profile.connector, dist))
+        return out
 
     def _occupied_connectors(self, inp: PolicyInput) -> dict[int, int]:
         """Connectors with a *moving* agent on them. A stopped agent does not hold its connector: if it
@@ -207,35 +242,42 @@ class IdmCore:
         lead_speed = np.zeros(n)
         if len(others) < 2:
             return gap, lead_speed
-        # Distance from every agent to every corridor segment: (N, K-1, M).
-        seg_a, seg = ahead[:, :-1], np.diff(ahead, axis=1)
-        seg_len2 = np.maximum(np.sum(seg * seg, -1), 1e-9)
-        rel = a.xy[others][None, None] - seg_a[:, :, None]
-        t = np.clip(np.sum(rel * seg[:, :, None], -1) / seg_len2[:, :, None], 0.0, 1.0)
-        d = np.linalg.norm(rel - t[..., None] * seg[:, :, None], axis=-1)
-        k_best = d.argmin(1)  # (N, M)
-        d_best = np.take_along_axis(d, k_best[:, None, :], 1)[:, 0]
-        t_best = np.take_along_axis(t, k_best[:, None, :], 1)[:, 0]
-        seg_yaw = np.arctan2(seg[..., 1], seg[..., 0])  # (N, K-1)
-        dyaw = a.yaw[others][None] - np.take_along_axis(seg_yaw, k_best, 1)
-        # Lateral half-extent of the other box across the corridor, plus our half width and a margin.
-        across = 0.5 * (np.abs(a.length[others][None] * np.sin(dyaw)) + np.abs(a.width[others][None] * np.cos(dyaw)))
-        # Moving agents get a wide margin (they may drift in); standing ones a narrow one, so traffic
-        # passes cars parked at the curb. Adjacent lanes (>= 3.2 m apart) stay out either way.
-        margin = np.where(a.speed[others] < STANDING_MPS, STANDING_MARGIN_M, MOVING_MARGIN_M)[None]
-        half = a.width[slots][:, None] / 2.0 + across + margin
-        s_other = np.take_along_axis(ahead_s, k_best, 1) + t_best * SAMPLE_M
-        # Inside the corridor, ahead of the agent, and not the agent itself.
-        mask = (d_best < half) & (s_other > s_now[:, None]) & (others[None] != slots[:, None])
-        mask &= ~((k_best == seg.shape[1] - 1) & (t_best >= 1.0))
-        if not mask.any():
+        # Candidate pairs: agents inside the bounding box of a corridor (padded by the widest reach).
+        pad = a.width[slots] / 2.0 + MOVING_MARGIN_M + 0.5 * float(np.max(a.length[others] + a.width[others]))
+        lo, hi = ahead.min(1) - pad[:, None], ahead.max(1) + pad[:, None]
+        pos = a.xy[others]
+        inside = np.all((pos[None] >= lo[:, None]) & (pos[None] <= hi[:, None]), -1) & (others[None] != slots[:, None])
+        pn, pm = np.nonzero(inside)
+        if len(pn) == 0:
             return gap, lead_speed
-        bumper = s_other - s_now[:, None] - (a.length[slots][:, None] + a.length[others][None]) / 2.0
-        bumper = np.where(mask, bumper, np.inf)
+        o = others[pm]
+        # Distance from each candidate to each segment of its corridor: (Q, K-1).
+        seg_a, seg = ahead[pn, :-1], np.diff(ahead[pn], axis=1)
+        seg_len2 = np.maximum(np.einsum("qki,qki->qk", seg, seg), 1e-9)
+        rel = a.xy[o][:, None] - seg_a
+        t = np.clip(np.einsum("qki,qki->qk", rel, seg) / seg_len2, 0.0, 1.0)
+        d = np.linalg.norm(rel - t[..., None] * seg, axis=-1)
+        q = np.arange(len(pn))
+        k_best = d.argmin(1)
+        d_best, t_best = d[q, k_best], t[q, k_best]
+        dyaw = a.yaw[o] - np.arctan2(seg[q, k_best, 1], seg[q, k_best, 0])
+        # Lateral half-extent of the other box across the corridor, plus our half width and a margin:
+        # moving agents get a wide one (they may drift in), standing ones a narrow one, so traffic passes
+        # cars parked at the curb. Adjacent lanes (>= 3.2 m apart) stay out either way.
+        across = 0.5 * (np.abs(a.length[o] * np.sin(dyaw)) + np.abs(a.width[o] * np.cos(dyaw)))
+        margin = np.where(a.speed[o] < STANDING_MPS, STANDING_MARGIN_M, MOVING_MARGIN_M)
+        half = a.width[slots[pn]] / 2.0 + across + margin
+        s_other = ahead_s[pn, k_best] + t_best * SAMPLE_M
+        # Inside the corridor, ahead of the agent, and not past the corridor's end.
+        mask = (d_best < half) & (s_other > s_now[pn]) & ~((k_best == seg.shape[1] - 1) & (t_best >= 1.0))
+        bumper = np.full((n, len(others)), np.inf)
+        bumper[pn, pm] = np.where(mask, s_other - s_now[pn] - (a.length[slots[pn]] + a.length[o]) / 2.0, np.inf)
+        k_full = np.zeros((n, len(others)), np.int64)
+        k_full[pn, pm] = k_best
         j = bumper.argmin(1)
         rows = np.arange(n)
         gap = bumper[rows, j]
-        k = k_best[rows, j]
+        k = k_full[rows, j]
         tangent = ahead[rows, np.minimum(k + 1, ahead.shape[1] - 1)] - ahead[rows, np.maximum(k - 1, 0)]
         path_yaw = np.arctan2(tangent[:, 1], tangent[:, 0])
         lead = others[j]
@@ -243,44 +285,37 @@ class IdmCore:
         return gap, lead_speed
 
 
-def advance_on_path(path: RoutePath | None, s_now: float, speed: float, accel: float, dt_s: float,
-                    xy: np.ndarray, yaw: float, lateral_m: float = 0.0) -> tuple[np.ndarray, float, float]:
-    """Move along the path with constant ``accel`` for one step: new (xy, yaw, speed).
+def advance_on_paths(plan: IdmPlan, agents: Agents, dt_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Move each planned agent along its path with its planned accel for one step: new xy (N, 2), yaw (N,),
+    speed (N,).
 
-    An agent ``lateral_m`` off the centreline (+ left) converges to it smoothly (about 1.5 m of offset
-    removed per 10 m travelled), never by a sideways jump.
+    Each agent moves exactly ds = v_next * dt (semi-implicit Euler: the engine reads the new speed back
+    as ds / dt) towards a target on its path, turning at most at the yaw-rate and lateral-acceleration
+    limits. An agent off the centreline converges to it smoothly (about 1.5 m of offset removed per 10 m
+    travelled), never by a sideways jump. Agents without a path brake straight ahead.
     """
-    v_next = max(0.0, speed + accel * dt_s)
-    ds = v_next * dt_s  # semi-implicit Euler: the engine reads the new speed back as ds / dt
-    if ds <= 1e-6:
-        return xy, yaw, v_next
-    if path is None:  # no lane to follow: brake straight ahead
-        return xy + ds * np.array([np.cos(yaw), np.sin(yaw)]), yaw, v_next
-    s_next = min(s_now + ds, path.length_m)
-    lat_next = lateral_m * max(0.0, 1.0 - 0.15 * ds) if abs(lateral_m) > 0.02 else 0.0
-    pts = geometry.interpolate_polyline(path.points, path.s, np.array([max(s_next - 0.5, 0.0), s_next,
-                                                                        s_next + 0.5]))
-    tangent = pts[2] - pts[0]
-    if np.linalg.norm(tangent) < 1e-6:
-        return xy + ds * np.array([np.cos(yaw), np.sin(yaw)]), yaw, v_next
-    path_yaw = float(np.arctan2(tangent[1], tangent[0]))
-    normal = np.array([-np.sin(path_yaw), np.cos(path_yaw)])
-    target = pts[1] + lat_next * normal
-    step = target - xy
-    dist = float(np.linalg.norm(step))
-    # Move exactly ds towards the target (so the speed read back is v_next), turning at most at the
-    # yaw-rate and lateral-acceleration limits.
-    target_yaw = float(np.arctan2(step[1], step[0])) if dist > 1e-6 else path_yaw
-    max_turn = min(MAX_YAW_RATE_RPS, MAX_LAT_ACCEL_MPS2 / max(v_next, 1e-3)) * dt_s
-    turn = float(np.clip(geometry.wrap_angle(target_yaw - yaw), -max_turn, max_turn))
+    slots = plan.slots
+    xy, yaw = agents.xy[slots], agents.yaw[slots]
+    v_next = np.maximum(0.0, agents.speed[slots] + plan.accel * dt_s)
+    ds = v_next * dt_s
+    turn = np.zeros(len(slots))
+    rows = np.nonzero(plan.routed)[0]
+    if len(rows):
+        s_next = np.minimum(plan.s[rows] + ds[rows], plan.batch.length_m)
+        lat = plan.lateral[rows]
+        lat_next = np.where(np.abs(lat) > 0.02, lat * np.maximum(0.0, 1.0 - 0.15 * ds[rows]), 0.0)
+        pts = plan.batch.interpolate(np.stack([np.maximum(s_next - 0.5, 0.0), s_next, s_next + 0.5], 1))
+        tangent = pts[:, 2] - pts[:, 0]
+        path_yaw = np.arctan2(tangent[:, 1], tangent[:, 0])
+        target = pts[:, 1] + lat_next[:, None] * np.stack([-np.sin(path_yaw), np.cos(path_yaw)], -1)
+        step = target - xy[rows]
+        target_yaw = np.where(np.linalg.norm(step, axis=-1) > 1e-6, np.arctan2(step[:, 1], step[:, 0]), path_yaw)
+        max_turn = np.minimum(MAX_YAW_RATE_RPS, MAX_LAT_ACCEL_MPS2 / np.maximum(v_next[rows], 1e-3)) * dt_s
+        wanted = np.clip(geometry.wrap_angle(target_yaw - yaw[rows]), -max_turn, max_turn)
+        turn[rows] = np.where(np.linalg.norm(tangent, axis=-1) > 1e-6, wanted, 0.0)
+    turn = np.where(ds > 1e-6, turn, 0.0)
     mid = yaw + 0.5 * turn
-    return xy + ds * np.array([np.cos(mid), np.sin(mid)]), yaw + turn, v_next
-
-
-def pose_delta(xy: np.ndarray, yaw: float, xy_next: np.ndarray, yaw_next: float) -> np.ndarray:
-    """Body-frame delta (3,) from pose (xy, yaw) to (xy_next, yaw_next)."""
-    local = geometry.to_local(xy_next[None], xy, yaw)[0]
-    return np.array([local[0], local[1], float(geometry.wrap_angle(yaw_next - yaw))])
+    return xy + ds[:, None] * np.stack([np.cos(mid), np.sin(mid)], -1), yaw + turn, v_next
 
 
 @register_policy("idm")
@@ -302,8 +337,7 @@ class IdmPolicy(Policy):
         if len(slots) == 0:
             return actions
         plan = self.core.plan(inp, slots)
-        for row, slot in enumerate(slots):
-            xy_next, yaw_next, _ = advance_on_path(plan.paths[row], plan.s[row], a.speed[slot], plan.accel[row],
-                                                   inp.dt_s, a.xy[slot], a.yaw[slot], plan.lateral[row])
-            actions[slot] = pose_delta(a.xy[slot], a.yaw[slot], xy_next, yaw_next)
+        xy_next, yaw_next, _ = advance_on_paths(plan, a, inp.dt_s)
+        actions[slots, :2] = geometry.to_local(xy_next, a.xy[slots], a.yaw[slots])
+        actions[slots, 2] = geometry.wrap_angle(yaw_next - a.yaw[slots])
         return actions

@@ -226,11 +226,10 @@ class Session:
                                          self.world.drivable)
         self.metrics.add(step_metrics)
         self._last_step_metrics = step_metrics
-        for agent_id in np.unique(self.agents.id[self.agents.valid]):
-            slot = self.agents.slot_of(int(agent_id))
-            self.routes.advance(self.world.graph, int(agent_id), self.agents.xy[slot],
-                                float(self.agents.yaw[slot]))
-            self.routes.extend(self.world.graph, self.route_rng, int(agent_id), dead_ends=self.world.dead_ends)
+        live = np.nonzero(self.agents.valid)[0]
+        self.routes.advance(self.world.graph, self.agents.id[live], self.agents.xy[live], self.agents.yaw[live])
+        for agent_id in np.sort(self.agents.id[live]).tolist():
+            self.routes.extend(self.world.graph, self.route_rng, agent_id, dead_ends=self.world.dead_ends)
         self._avoid_dead_end()
         self._cover()
         self._retire()

@@ -44,12 +44,13 @@ class DrivableGrid:
         chunk = np.floor_divide(ij, CHUNK_CELLS)
         local = ij - chunk * CHUNK_CELLS
         out = np.zeros(len(flat), bool)
-        for key in {(int(a), int(b)) for a, b in chunk}:
-            grid = self._chunks.get(key)
-            if grid is None:
-                continue
-            sel = (chunk[:, 0] == key[0]) & (chunk[:, 1] == key[1])
-            out[sel] = grid[local[sel, 0], local[sel, 1]] > 0
+        codes = _cell_codes(chunk)
+        for code in np.unique(codes):
+            sel = codes == code
+            key = chunk[np.argmax(sel)]
+            grid = self._chunks.get((int(key[0]), int(key[1])))
+            if grid is not None:
+                out[sel] = grid[local[sel, 0], local[sel, 1]] > 0
         return out.reshape(np.shape(xy)[:-1])
 
     def _corridor_cells(self, lane: Lane) -> tuple[np.ndarray, np.ndarray]:

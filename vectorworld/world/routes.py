@@ -13,6 +13,7 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.scene import LaneGraph
+from vectorworld.world.path_batch import PathBatch
 
 PATH_SPACING_M = 1.0
 
@@ -96,22 +97,35 @@ class RouteBook:
             else:
                 route.append(successors[int(rng.integers(len(successors)))])
 
-    def advance(self, graph: LaneGraph, agent_id: int, xy: np.ndarray, yaw: float) -> None:
-        """Drop route lanes the agent has driven past; re-localise it if it left its route."""
-        route = self.routes.get(agent_id)
-        if route is None:
-            return
-        _prune(route, graph)
-        while len(route) > 1:
-            lane = graph[route[0]]
-            s, _, _ = geometry.project_to_polyline(xy[None], lane.points)
-            if s[0] < lane.length_m - 1e-6:
+    def advance(self, graph: LaneGraph, agent_ids: np.ndarray, xy: np.ndarray, yaw: np.ndarray) -> None:
+        """Drop route lanes the agents (ids (M,) at xy (M, 2), yaw (M,)) have driven past; re-localise any
+        agent that left its route (more than 4 m beside its current lane). Batched over agents."""
+        pending: list[tuple[int, list[int]]] = []  # (row, route) of agents whose first lane is to check
+        for row, agent_id in enumerate(agent_ids.tolist()):
+            route = self.routes.get(agent_id)
+            if route is not None:
+                _prune(route, graph)
+                pending.append((row, route))
+        for row, route in pending:
+            if not route:  # every lane of the route was retired
+                self._relocalise(graph, route, xy[row], float(yaw[row]))
+        while pending:
+            live = [(row, route) for row, route in pending if route]
+            if not live:
                 break
-            route.pop(0)
-        if route:
-            _, lat, _ = geometry.project_to_polyline(xy[None], graph[route[0]].points)
-            if abs(float(lat[0])) <= 4.0:
-                return
+            lanes = [graph[route[0]] for _, route in live]
+            batch = PathBatch.of([lane.points for lane in lanes], [lane.arc_length for lane in lanes])
+            s, lateral = batch.project(xy[[row for row, _ in live]])
+            pending = []
+            for (row, route), lane, s_k, lat_k in zip(live, lanes, s, lateral, strict=True):
+                if len(route) > 1 and s_k >= lane.length_m - 1e-6:
+                    route.pop(0)  # past the end of this lane: check the next one
+                    pending.append((row, route))
+                elif abs(float(lat_k)) > 4.0:
+                    self._relocalise(graph, route, xy[row], float(yaw[row]))
+
+    @staticmethod
+    def _relocalise(graph: LaneGraph, route: list[int], xy: np.ndarray, yaw: float) -> None:
         lane_id, _ = graph.nearest(xy, yaw, radius_m=8.0)
         route[:] = [lane_id] if lane_id >= 0 else []
 
