@@ -87,8 +87,9 @@ class SimClient:
                 setattr(config, name, value)
         response = self.stub.CreateSession(pb.CreateSessionRequest(config=config), timeout=self.timeout_s,
                                            metadata=self.metadata)
+        lanes = wire.LaneDecodeCache()
         return RemoteSession(self, response.session_id, response.step,
-                             wire.observation_from_proto(response.observation))
+                             wire.observation_from_proto(response.observation, lanes), lanes)
 
     def session(self, session_id: str) -> RemoteSession:
         """Attach to an existing session (reads its current state)."""
@@ -149,12 +150,14 @@ class SimClient:
 class RemoteSession:
     """One served session. Tracks the step index so each Step names the step it expects."""
 
-    def __init__(self, client: SimClient, session_id: str, step: int, observation: Observation | None
-                 ) -> None:
+    def __init__(self, client: SimClient, session_id: str, step: int, observation: Observation | None,
+                 lane_cache: wire.LaneDecodeCache | None = None) -> None:
         self.client = client
         self.id = session_id
         self.step_index = step
         self.observation = observation
+        # Lanes decoded for the previous observation, reused when the server sends them unchanged.
+        self._lanes = wire.LaneDecodeCache() if lane_cache is None else lane_cache
 
     def step(self, command: EgoCommand | None = None) -> Observation:
         """Advance 0.1 s; ``None`` lets the server's built-in planner drive. Returns the new observation."""
@@ -225,5 +228,5 @@ class RemoteSession:
 
     def _advance(self, step: int, message: Any) -> Observation:
         self.step_index = step
-        self.observation = wire.observation_from_proto(message)
+        self.observation = wire.observation_from_proto(message, self._lanes)
         return self.observation

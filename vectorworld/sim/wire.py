@@ -11,8 +11,10 @@ Commands and configs arriving from the wire are validated here with errors that 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,6 +97,70 @@ def lane_from_proto(msg: world_pb2.Lane) -> Lane:
                 tile_id=msg.tile_id)
 
 
+class _LaneWireCache:
+    """Serialized ``Lane`` messages by lane object, each prefixed with its length varint.
+
+    Lanes are immutable values (an edited lane is a new object, see :class:`~vectorworld.scene.LaneGraph`),
+    so a lane is encoded once in its life; an entry goes when its lane is garbage-collected (weak
+    reference), so the cache never outlives the worlds that hold the lanes. Thread-safe under the GIL."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Lane], bytes]] = {}
+
+    def get(self, lane: Lane) -> bytes:
+        key = id(lane)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is lane:
+            return entry[1]
+        data = lane_to_proto(lane).SerializeToString()
+        data = _varint(len(data)) + data
+        entries = self._entries
+
+        def forget(ref: weakref.ref[Lane]) -> None:
+            if entries.get(key, (None,))[0] is ref:
+                entries.pop(key, None)
+
+        entries[key] = (weakref.ref(lane, forget), data)
+        return data
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_LANE_WIRE = _LaneWireCache()
+
+
+def lanes_to_wire(lanes: Sequence[Lane], field_number: int) -> bytes:
+    """The wire bytes of ``lanes`` as entries of the repeated ``Lane`` field ``field_number`` of the
+    enclosing message (merge them with ``MergeFromString``); each lane is serialized once in its life."""
+    tag = _tag(field_number, _LEN)
+    return b"".join(tag + _LANE_WIRE.get(lane) for lane in lanes)
+
+
+class LaneDecodeCache:
+    """Client-side memo of decoded lanes, keyed by the lane message's serialized bytes.
+
+    Consecutive observations of a session share most lanes; a lane whose bytes equal one decoded for
+    the previous observation is the same :class:`Lane` value and is reused (exact: equal bytes, equal
+    message). Holds the lanes of the latest observation only; concurrent calls are safe (they may only miss)."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[bytes, Lane] = {}
+
+    def decode(self, msgs: Sequence[world_pb2.Lane]) -> tuple[Lane, ...]:
+        previous, current = self._lanes, {}
+        out = []
+        for msg in msgs:
+            key = msg.SerializeToString()
+            lane = current.get(key) or previous.get(key)
+            if lane is None:
+                lane = lane_from_proto(msg)
+            current[key] = lane
+            out.append(lane)
+        self._lanes = current
+        return tuple(out)
+
+
 def tile_to_proto(tile: Tile, out: world_pb2.Tile | None = None) -> world_pb2.Tile:
     """The tile without its wall-clock latency (that goes into FrameTimings)."""
     msg = world_pb2.Tile() if out is None else out
@@ -111,60 +177,185 @@ def tile_from_proto(msg: world_pb2.Tile, latency_ms: float = 0.0) -> Tile:
                 latency_ms=latency_ms, size_m=msg.size_m)
 
 
-# --------------------------------------------------------------------------- agents
+# --------------------------------------------------------------------------- raw wire format
+# Observations leave the server every 0.1 s with ~50 agents and ~100 lanes; building them one field at a
+# time through the protobuf API costs ~1 ms. The hot paths write the protobuf wire format directly (numpy
+# for the fixed-size agent fields, bytes cached per immutable lane) and merge it into the message with one
+# native MergeFromString. Every field is written, zeros included, which parses to the same message as
+# field-by-field construction (tests/sim_server/test_wire_codec.py checks it against the protobuf API).
+_VARINT, _I64, _LEN = 0, 1, 2
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _varint(value: int) -> bytes:
+    """Base-128 varint of an int64 (negative values as their 10-byte two's complement)."""
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _tag(field_number: int, wire_type: int) -> bytes:
+    return _varint(field_number << 3 | wire_type)
+
+
+_HISTORY_FIELDS = ("history_x_m", "history_y_m", "history_yaw_rad", "history_speed_mps")
+
+
+@functools.lru_cache(maxsize=32)
+def _agent_layout(steps: int, history_only: bool = False) -> tuple[np.dtype, np.ndarray]:
+    """A packed record type holding Agent fields 3-11 (pose to history_valid, every field written) as
+    wire bytes for ``steps`` history steps (0: no history fields), and a record with its tags filled in.
+    ``history_only``: fields 7-11 only (the tail of a canonically serialized observation agent)."""
+    fields: list[tuple[Any, ...]] = []
+    tags: dict[str, bytes] = {}
+
+    def add(name: str, tag: bytes, value: tuple[Any, ...]) -> None:
+        fields.append((f"{name}_tag", "u1", (len(tag),)))
+        fields.append((name, *value))
+        tags[f"{name}_tag"] = tag
+
+    if not history_only:
+        add("x", _tag(3, _LEN) + _varint(27) + _tag(1, _I64), ("<f8",))  # pose {x_m, y_m, yaw_rad}
+        add("y", _tag(2, _I64), ("<f8",))
+        add("yaw", _tag(3, _I64), ("<f8",))
+        for field_number, name in ((4, "speed"), (5, "length"), (6, "width")):
+            add(name, _tag(field_number, _I64), ("<f8",))
+    if steps:
+        for field_number, name in zip((7, 8, 9, 10), _HISTORY_FIELDS, strict=True):
+            add(name, _tag(field_number, _LEN) + _varint(8 * steps), ("<f8", (steps,)))
+        add("history_valid", _tag(11, _LEN) + _varint(steps), ("u1", (steps,)))
+    dtype = np.dtype(fields)
+    template = np.zeros((), dtype)
+    for name, tag in tags.items():
+        template[name] = np.frombuffer(tag, np.uint8)
+    return dtype, template
+
+
+def _agent_records(agents: Agents, slots: np.ndarray, include_history: bool) -> tuple[bytes, int]:
+    """Agent fields 3-11 of each slot as wire bytes, one fixed-size record per slot; (bytes, record size)."""
+    steps = agents.history.shape[1] if include_history else 0
+    dtype, template = _agent_layout(steps)
+    rec = np.empty(len(slots), dtype)
+    rec[...] = template
+    rec["x"], rec["y"] = agents.xy[slots, 0], agents.xy[slots, 1]
+    rec["yaw"], rec["speed"] = agents.yaw[slots], agents.speed[slots]
+    rec["length"], rec["width"] = agents.length[slots], agents.width[slots]
+    if steps:
+        history = agents.history[slots]
+        for k, name in enumerate(_HISTORY_FIELDS):
+            rec[name] = history[:, :, k]
+        rec["history_valid"] = agents.history_valid[slots]
+    return rec.tobytes(), dtype.itemsize
+
+
+def agents_to_wire(agents: Agents, slots: Sequence[int] | np.ndarray, field_number: int,
+                   include_history: bool = True, policy_of: np.ndarray | None = None) -> bytes:
+    """The wire bytes of one ``Agent`` per slot as entries of the repeated field ``field_number`` of the
+    enclosing message (merge them with ``MergeFromString``). ``policy_of``: as in :func:`agents_to_proto`."""
+    slots = np.asarray(slots, dtype=np.intp).reshape(-1)
+    data, width = _agent_records(agents, slots, include_history)
+    tag = _tag(field_number, _LEN)
+    ids, types = agents.id[slots].tolist(), agents.agent_type[slots].tolist()
+    controllers = [] if policy_of is None else [
+        _CONTROLLER_TO_WIRE.get(c, world_pb2.CONTROLLER_UNSPECIFIED) for c in policy_of[slots].tolist()]
+    parts: list[bytes] = []
+    for k, (agent_id, agent_type) in enumerate(zip(ids, types, strict=True)):
+        head = (b"\x08" + _varint(agent_id) if agent_id else b"") + (b"\x10" + _varint(agent_type) if agent_type
+                                                                     else b"")
+        if policy_of is not None:
+            slot, controller = int(slots[k]), controllers[k]
+            head += (b"\x60" + _varint(slot) if slot else b"") + (b"\x68" + _varint(controller) if controller
+                                                                 else b"")
+        parts += (tag, _varint(len(head) + width), head, data[k * width:(k + 1) * width])
+    return b"".join(parts)
+
+
 def agents_to_proto(agents: Agents, slots: Sequence[int], out: Any, include_history: bool = True,
                     policy_of: np.ndarray | None = None) -> None:
     """Append one ``Agent`` per slot in ``slots`` to the repeated field ``out``.
 
     With ``policy_of`` ((C,) int8, Frame convention) the agents also get their slot and controller.
+    Messages that embed agents use :func:`agents_to_wire` directly (no intermediate copy).
     """
-    for slot in slots:
-        a = out.add()
-        a.id = int(agents.id[slot])
-        a.agent_type = int(agents.agent_type[slot])
-        a.pose.x_m, a.pose.y_m = (float(v) for v in agents.xy[slot])
-        a.pose.yaw_rad = float(agents.yaw[slot])
-        a.speed_mps = float(agents.speed[slot])
-        a.length_m, a.width_m = float(agents.length[slot]), float(agents.width[slot])
-        if include_history:
-            h = agents.history[slot]
-            a.history_x_m.extend(h[:, 0].tolist())
-            a.history_y_m.extend(h[:, 1].tolist())
-            a.history_yaw_rad.extend(h[:, 2].tolist())
-            a.history_speed_mps.extend(h[:, 3].tolist())
-            a.history_valid.extend(agents.history_valid[slot].tolist())
-        if policy_of is not None:
-            a.slot = int(slot)
-            a.controller = _CONTROLLER_TO_WIRE.get(int(policy_of[slot]), world_pb2.CONTROLLER_UNSPECIFIED)
+    holder = world_pb2.Observation()
+    holder.MergeFromString(agents_to_wire(agents, slots, 3, include_history, policy_of))
+    out.extend(holder.agents)
+
+
+_AGENT_TYPES = np.array(sorted(AgentType._value2member_map_), np.int64)
 
 
 def agents_from_proto(msgs: Sequence[world_pb2.Agent], capacity: int | None = None,
                       history_steps: int = HISTORY_STEPS) -> Agents:
     """Agents with ``capacity`` slots (default: one per message). Messages go to their ``slot`` when
     ``capacity`` is given, else in order. Agents without history get their current state as the only
-    valid history entry."""
+    valid history entry; longer histories keep their last ``history_steps`` entries."""
     n = len(msgs)
     cap = n if capacity is None else capacity
     out = Agents.empty(cap, history_steps)
-    for k, a in enumerate(msgs):
-        slot = a.slot if capacity is not None else k
-        if not 0 <= slot < cap:
-            raise ConfigError(f"agents[{k}].slot = {slot} is outside the capacity {cap}")
-        out.id[slot], out.valid[slot] = a.id, True
-        out.agent_type[slot] = a.agent_type if a.agent_type in AgentType._value2member_map_ else 0
-        out.xy[slot] = (a.pose.x_m, a.pose.y_m)
-        out.yaw[slot], out.speed[slot] = a.pose.yaw_rad, a.speed_mps
-        out.length[slot], out.width[slot] = a.length_m, a.width_m
-        h = len(a.history_x_m)
-        if h:
-            h = min(h, history_steps)
-            hist = np.stack([a.history_x_m, a.history_y_m, a.history_yaw_rad, a.history_speed_mps], -1)
-            out.history[slot, -h:] = hist[-h:]
-            out.history_valid[slot, -h:] = np.asarray(a.history_valid, bool)[-h:]
-        else:
-            out.history[slot, -1] = (a.pose.x_m, a.pose.y_m, a.pose.yaw_rad, a.speed_mps)
-            out.history_valid[slot, -1] = True
+    if n == 0:
+        return out
+    if capacity is None:
+        slots = np.arange(n)
+    else:
+        slots = np.fromiter((a.slot for a in msgs), np.int64, n)
+        bad = np.flatnonzero((slots < 0) | (slots >= cap))
+        if bad.size:
+            k = int(bad[0])
+            raise ConfigError(f"agents[{k}].slot = {slots[k]} is outside the capacity {cap}")
+
+    def column(values: Any, dtype: Any = np.float64) -> np.ndarray:
+        return np.fromiter(values, dtype, n)
+
+    poses = [a.pose for a in msgs]
+    out.id[slots], out.valid[slots] = column((a.id for a in msgs), np.int64), True
+    types = column((a.agent_type for a in msgs), np.int64)
+    known = _AGENT_TYPES[np.minimum(np.searchsorted(_AGENT_TYPES, types), len(_AGENT_TYPES) - 1)] == types
+    out.agent_type[slots] = np.where(known, types, 0)
+    out.xy[slots, 0], out.xy[slots, 1] = column(p.x_m for p in poses), column(p.y_m for p in poses)
+    out.yaw[slots], out.speed[slots] = column(p.yaw_rad for p in poses), column(a.speed_mps for a in msgs)
+    out.length[slots], out.width[slots] = column(a.length_m for a in msgs), column(a.width_m for a in msgs)
+    if history_steps:
+        history, valid, ok = _histories_from_wire(msgs, history_steps)
+        out.history[slots[ok]], out.history_valid[slots[ok]] = history[ok], valid[ok]
+        for k in np.flatnonzero(~ok).tolist():  # other layouts (ragged or no history): field by field
+            _history_from_proto(msgs[k], out, int(slots[k]), history_steps)
     return out
+
+
+def _histories_from_wire(msgs: Sequence[world_pb2.Agent], steps: int
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The histories of agents whose five history arrays have exactly ``steps`` entries, read in bulk
+    from the tail of their serialization: (N, steps, 4) float64, (N, steps) bool and ok (N,) bool.
+
+    Serialization is canonical (fields in number order, zeros omitted, unknown fields last), so an agent
+    without slot, controller or unknown fields ends with exactly the records of fields 7-11; ``ok`` is
+    False where those tags and lengths are not all in place (the caller decodes those field by field)."""
+    dtype, template = _agent_layout(steps, history_only=True)
+    size = dtype.itemsize
+    blobs = [a.SerializeToString() for a in msgs]
+    rec = np.frombuffer(b"".join(b[-size:] if len(b) >= size else bytes(size) for b in blobs), dtype)
+    ok = (rec["history_valid"] <= 1).all(-1)
+    for name in dtype.names:
+        if name.endswith("_tag"):
+            ok &= (rec[name] == template[name]).all(-1)
+    history = np.stack([rec[name] for name in _HISTORY_FIELDS], -1)
+    return history, rec["history_valid"].astype(bool), ok
+
+
+def _history_from_proto(a: world_pb2.Agent, out: Agents, slot: int, history_steps: int) -> None:
+    h = min(len(a.history_x_m), history_steps)
+    if h:
+        hist = np.stack([np.asarray(getattr(a, name), np.float64) for name in _HISTORY_FIELDS], -1)
+        out.history[slot, -h:] = hist[-h:]
+        out.history_valid[slot, -h:] = np.asarray(a.history_valid, bool)[-h:]
+    elif history_steps:
+        out.history[slot, -1] = (a.pose.x_m, a.pose.y_m, a.pose.yaw_rad, a.speed_mps)
+        out.history_valid[slot, -1] = True
 
 
 def policy_of_from_proto(msgs: Sequence[world_pb2.Agent], capacity: int) -> np.ndarray:
@@ -234,9 +425,8 @@ def _json_scalar(value: Any) -> Any:
 def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = None) -> world_pb2.Observation:
     msg = world_pb2.Observation() if out is None else out
     msg.step, msg.sim_time_us, msg.ego_index = int(obs.step), int(obs.sim_time_us), int(obs.ego_slot)
-    agents_to_proto(obs.agents, np.nonzero(obs.agents.valid)[0], msg.agents)
-    for lane in obs.lanes:
-        lane_to_proto(lane, msg.lanes.add())
+    msg.MergeFromString(agents_to_wire(obs.agents, np.flatnonzero(obs.agents.valid), 3)
+                        + lanes_to_wire(obs.lanes, 5))
     msg.route_lane_ids.extend(int(i) for i in obs.route_lane_ids)
     polyline_to_proto(obs.route_polyline, msg.route_polyline)
     step_metrics_to_proto(obs.step_metrics, msg.step_metrics)
@@ -245,10 +435,13 @@ def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = N
     return msg
 
 
-def observation_from_proto(msg: world_pb2.Observation) -> Observation:
+def observation_from_proto(msg: world_pb2.Observation, lane_cache: LaneDecodeCache | None = None
+                           ) -> Observation:
+    """The Observation; ``lane_cache`` (one per session) reuses lanes decoded for earlier observations."""
+    lanes = lane_cache.decode(msg.lanes) if lane_cache is not None else \
+        tuple(lane_from_proto(lane) for lane in msg.lanes)
     return Observation(step=msg.step, sim_time_us=msg.sim_time_us, agents=agents_from_proto(msg.agents),
-                       ego_slot=msg.ego_index, lanes=tuple(lane_from_proto(lane) for lane in msg.lanes),
-                       route_lane_ids=tuple(msg.route_lane_ids),
+                       ego_slot=msg.ego_index, lanes=lanes, route_lane_ids=tuple(msg.route_lane_ids),
                        route_polyline=polyline_from_proto(msg.route_polyline, "route_polyline"),
                        step_metrics=step_metrics_from_proto(msg.step_metrics), terminated=msg.terminated,
                        truncated=msg.truncated, end_reason=end_reason_from_proto(msg.end_reason), km=msg.km)
@@ -260,12 +453,10 @@ def frame_to_proto(frame: Frame, include_timings: bool = True, include_history: 
     msg = world_pb2.Frame() if out is None else out
     msg.step, msg.sim_time_us = int(frame.step), int(frame.sim_time_us)
     msg.capacity, msg.ego_slot = int(frame.agents.capacity), int(frame.ego_slot)
-    agents_to_proto(frame.agents, np.nonzero(frame.agents.valid)[0], msg.agents, include_history,
-                    frame.policy_of)
+    msg.MergeFromString(agents_to_wire(frame.agents, np.flatnonzero(frame.agents.valid), 4, include_history,
+                                       frame.policy_of) + lanes_to_wire(frame.new_lanes, 7))
     for tile in frame.new_tiles:
         tile_to_proto(tile, msg.new_tiles.add())
-    for lane in frame.new_lanes:
-        lane_to_proto(lane, msg.new_lanes.add())
     msg.removed_lane_ids.extend(int(i) for i in frame.removed_lane_ids)
     for x, y, yaw in np.asarray(frame.ego_plan, np.float64).reshape(-1, 3).tolist():
         msg.ego_plan.add(x_m=x, y_m=y, yaw_rad=yaw)
