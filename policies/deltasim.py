@@ -14,11 +14,16 @@ Per step, for all controlled agents at once:
 5. sample a primitive (Gumbel-max with the caller's rng, temperature ``temperature``; 0 = greedy), add
    its residual; with shaping on, the final motion is clamped inside the shaping limits.
 
-Steps 3 and 4 are switchable for ablations.
+Steps 3 and 4 are switchable for ablations. The network runs through its folded inference copy
+(:mod:`policies.deltasim_infer`), with at most ``DeltaSimConfig.threads`` torch threads; the time of each
+stage of the last step is kept in ``DeltaSimPolicy.last_timing`` (ms).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +33,8 @@ import torch
 from policies.base import Policy, PolicyInput, register_policy
 from policies.collision_shaping import CollisionShapingConfig, collision_penalty, primitive_paths
 from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint
-from policies.deltasim_net import observation_tensors
+from policies.deltasim_infer import DeltaSimInference
+from policies.deltasim_net import DeltaSimNet, observation_tensors
 from policies.feasibility import METRIC_LIMITS, kinematic_cost, project_feasible
 from policies.npc_observation import Observation, ObservationBuilder
 from vectorworld.errors import ConfigError
@@ -39,7 +45,8 @@ HARD_PENALTY = 1.0e4
 
 @dataclass(frozen=True)
 class DeltaSimConfig:
-    """Inference options. ``checkpoint``: stem of the .safetensors/.json pair (default: shipped)."""
+    """Inference options. ``checkpoint``: stem of the .safetensors/.json pair (default: shipped).
+    ``threads``: most torch intra-op threads used while acting (the caller's setting is restored)."""
 
     checkpoint: str | None = None
     kinematic_shaping: bool = True
@@ -49,10 +56,11 @@ class DeltaSimConfig:
     candidates: int = 48
     use_residual: bool = True
     collision: CollisionShapingConfig = CollisionShapingConfig()
+    threads: int = 2
 
     def __post_init__(self) -> None:
-        if self.temperature < 0 or self.candidates < 1 or self.shaping_weight < 0:
-            raise ConfigError("deltasim: temperature and shaping_weight must be >= 0, candidates >= 1")
+        if self.temperature < 0 or self.candidates < 1 or self.shaping_weight < 0 or self.threads < 1:
+            raise ConfigError("deltasim: temperature and shaping_weight must be >= 0, candidates and threads >= 1")
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,31 @@ class DeltaSimStep:
     tokens: np.ndarray
     motion: np.ndarray
     chosen_cost: np.ndarray
+
+
+STAGES = ("observation", "network", "kinematic", "candidates", "collision", "sampling")
+"""Stages timed in :attr:`DeltaSimPolicy.last_timing`: observation building (numpy), tensor conversion and
+the network forward, kinematic cost and logit shaping, top-k candidates, the collision penalty, and
+sampling + detokenising (residual of the picked primitive, projection)."""
+
+
+@contextmanager
+def torch_threads(limit: int) -> Iterator[None]:
+    """Run the block with at most ``limit`` torch intra-op threads, then restore the caller's setting."""
+    before = torch.get_num_threads()
+    if before <= limit:
+        yield
+        return
+    torch.set_num_threads(limit)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _weights_version(net: DeltaSimNet) -> int:
+    """Sum of the in-place version counters of the parameters: changes whenever a weight is modified."""
+    return sum(p._version for p in net.parameters())
 
 
 class DeltaSimPolicy(Policy):
@@ -78,7 +111,10 @@ class DeltaSimPolicy(Policy):
         self._builder: ObservationBuilder | None = None
         self._paths: torch.Tensor | None = None
         self._prims: torch.Tensor | None = None
+        self._fast: DeltaSimInference | None = None
+        self._fast_version = -1
         self.last_step: DeltaSimStep | None = None
+        self.last_timing: dict[str, float] = {}
 
     @property
     def checkpoint(self) -> DeltaSimCheckpoint:
@@ -97,62 +133,95 @@ class DeltaSimPolicy(Policy):
                 primitive_paths(prims, self.config.collision, ckpt.vocabulary.dt_s).astype(np.float32))
         return self._builder, self._prims, self._paths
 
+    @property
+    def inference_net(self) -> DeltaSimInference:
+        """The folded copy of the checkpoint's network (rebuilt if the network's weights changed)."""
+        net = self.checkpoint.net
+        version = _weights_version(net)
+        if self._fast is None or version != self._fast_version:
+            with torch.no_grad():
+                self._fast = DeltaSimInference(net)
+            self._fast_version = version
+        return self._fast
+
     def reset(self) -> None:
         self.last_step = None
 
     def act(self, inp: PolicyInput, rng: np.random.Generator) -> np.ndarray:
-        builder, prims, paths = self._setup()
+        t0 = time.perf_counter()
+        builder, _, _ = self._setup()
         out = np.zeros((inp.agents.capacity, 3))
         obs = builder(inp)
+        self.last_timing = {"observation": (time.perf_counter() - t0) * 1e3}
         if obs.size == 0:
             self.last_step = DeltaSimStep(obs.slots, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0))
             return out
-        tokens, motion = self.decide(obs, inp, rng)
+        _, motion = self.decide(obs, inp, rng)
         out[obs.slots] = motion
         return out
 
-    @torch.inference_mode()
     def decide(self, obs: Observation, inp: PolicyInput, rng: np.random.Generator
                ) -> tuple[np.ndarray, np.ndarray]:
         """Chosen primitive (S,) and motion (S, 3) for the observed agents."""
-        builder, prims, paths = self._setup()
-        cfg, ckpt = self.config, self.checkpoint
-        logits, residual = ckpt.net(**observation_tensors(obs))
-        speed = torch.from_numpy(inp.agents.speed[obs.slots].astype(np.float32))
-        agent_type = torch.from_numpy(inp.agents.agent_type[obs.slots].astype(np.int64))
-        cost = kinematic_cost(prims[None], speed[:, None], agent_type[:, None], ckpt.vocabulary.dt_s)
+        with torch_threads(self.config.threads), torch.inference_mode():
+            return self._decide(obs, inp, rng)
+
+    def _decide(self, obs: Observation, inp: PolicyInput, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray]:
+        _, prims, paths = self._setup()
+        cfg, ckpt, net = self.config, self.checkpoint, self.inference_net
+        timing = self.last_timing
+        t = time.perf_counter()
+        h = net.encode(**observation_tensors(obs))
+        logits = net.logits(h)
+        t = _lap(timing, "network", t)
+        speed_np = inp.agents.speed[obs.slots]
+        type_np = inp.agents.agent_type[obs.slots]
+        speed = torch.from_numpy(speed_np.astype(np.float32))[:, None]
+        agent_type = torch.from_numpy(type_np.astype(np.int64))[:, None]
+        cost = kinematic_cost(prims[None], speed, agent_type, ckpt.vocabulary.dt_s)
         shaped = logits
         if cfg.kinematic_shaping:
             # Soft, differentiable push-down inside the margins, plus a hard floor for anything the metric
             # would call infeasible (so no logit scale can sample one while a feasible primitive exists).
-            hard = kinematic_cost(prims[None], speed[:, None], agent_type[:, None], ckpt.vocabulary.dt_s,
-                                  METRIC_LIMITS) > 0
+            hard = kinematic_cost(prims[None], speed, agent_type, ckpt.vocabulary.dt_s, METRIC_LIMITS) > 0
             shaped = logits - cfg.shaping_weight * cost - HARD_PENALTY * hard
+        t = _lap(timing, "kinematic", t)
         k = min(cfg.candidates, prims.shape[0])
         cand = torch.topk(shaped, k, dim=1).indices
         # Always offer the hardest feasible braking step as a candidate (the escape option).
         brake = torch.argmin(cost * 100.0 + prims[None, :, 0], dim=1, keepdim=True)
         cand = torch.cat([cand, brake], 1)
         cand_logits = torch.gather(shaped, 1, cand)
+        t = _lap(timing, "candidates", t)
         if cfg.collision_avoidance:
             static = torch.from_numpy(obs.static)
             cand_logits = cand_logits - collision_penalty(
                 paths[cand], static[:, 0], static[:, 1], torch.from_numpy(obs.neighbors),
                 torch.from_numpy(obs.neighbor_mask), cfg.collision)
+        t = _lap(timing, "collision", t)
         scores = cand_logits.double().numpy()
         if cfg.temperature > 0:
             scores = scores / cfg.temperature + rng.gumbel(size=scores.shape)
+        rows = np.arange(len(scores))
         pick = np.argmax(scores, axis=1)
-        tokens = cand.numpy()[np.arange(len(pick)), pick]
+        tokens = cand.numpy()[rows, pick]
         motion = ckpt.vocabulary.primitives[tokens].copy()
         if cfg.use_residual:
-            motion += residual.numpy()[np.arange(len(tokens)), tokens].astype(np.float64)
+            motion += net.residual(h, torch.from_numpy(tokens)).numpy().astype(np.float64)
         if cfg.kinematic_shaping:
-            motion = project_feasible(motion, inp.agents.speed[obs.slots], inp.agents.agent_type[obs.slots],
-                                      ckpt.vocabulary.dt_s)
-        chosen_cost = cost.numpy()[np.arange(len(tokens)), tokens]
+            motion = project_feasible(motion, speed_np, type_np, ckpt.vocabulary.dt_s)
+        chosen_cost = cost.numpy()[rows, tokens]
         self.last_step = DeltaSimStep(obs.slots, tokens, motion, chosen_cost)
+        _lap(timing, "sampling", t)
         return tokens, motion
+
+
+def _lap(timing: dict[str, float], stage: str, start: float) -> float:
+    """Record ms since ``start`` under ``stage``; returns now."""
+    now = time.perf_counter()
+    timing[stage] = (now - start) * 1e3
+    return now
 
 
 @register_policy("deltasim")

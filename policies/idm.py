@@ -146,7 +146,8 @@ class IdmCore:
             profile, agent_id = profiles[row], int(a.id[slots[row]])
             dist = profile.connector_s - s_now[row]
             if profile.connector >= 0 and 0.0 <= dist <= p.junction_approach_m:
-                requests.append(JunctionRequest(agent_id, profile.connector, dist))
+                requests.append(JunctionRequest(agent_id, profile.connector, dist,
+                                                self._committed(float(a.speed[slots[row]]), dist)))
                 entry_s[agent_id] = profile.connector_s
         requests += self._other_requests(inp, slots)
         granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests)
@@ -216,8 +217,13 @@ class IdmCore:
         for k, profile, s_k in zip(keep, chosen, s_other, strict=True):
             dist = profile.connector_s - s_k
             if 0.0 <= dist <= self.params.junction_approach_m:
-                out.append(JunctionRequest(int(a.id[others[k]]), profile.connector, dist))
+                out.append(JunctionRequest(int(a.id[others[k]]), profile.connector, dist,
+                                           self._committed(float(a.speed[others[k]]), dist)))
         return out
+
+    def _committed(self, speed: float, distance_m: float) -> bool:
+        """Whether an agent at ``speed`` can no longer stop within ``distance_m`` at the hard braking limit."""
+        return speed * speed / (2.0 * self.params.max_decel_mps2) > distance_m - 0.5
 
     def _occupied_connectors(self, inp: PolicyInput) -> dict[int, int]:
         """Connectors with a *moving* agent on them. A stopped agent does not hold its connector: if it

@@ -71,6 +71,8 @@ class JunctionRequest:
     agent_id: int
     connector: int
     distance_m: float
+    committed: bool = False
+    """Too close to stop before the entry even with hard braking: it enters whatever is granted."""
 
 
 def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[int, int],
@@ -81,8 +83,9 @@ def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[in
     """
     granted: set[int] = set()
     taken = [c for c, n in occupied.items() if n > 0]
-    for req in sorted(requests, key=lambda r: (r.distance_m, r.agent_id)):
-        if not any(conflicts.conflict(graph, req.connector, c) for c in taken):
+    # Committed agents first (they enter anyway; everyone else must yield to them), then by distance.
+    for req in sorted(requests, key=lambda r: (not r.committed, r.distance_m, r.agent_id)):
+        if req.committed or not any(conflicts.conflict(graph, req.connector, c) for c in taken):
             granted.add(req.agent_id)
             taken.append(req.connector)
     return granted

@@ -105,7 +105,7 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             response = pb.CreateSessionResponse(session_id=managed.id, step=obs.step,
                                                 sim_time_us=obs.sim_time_us,
                                                 config=wire.config_to_proto(config))
-            wire.observation_to_proto(obs, response.observation)
+            wire.observation_to_proto(obs, response.observation, managed.lane_memo)
             return response
 
         return self._call("CreateSession", context, run)
@@ -146,7 +146,7 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             response.step, response.sim_time_us = response.info.step, response.info.sim_time_us
             response.report.CopyFrom(wire.report_to_proto(report))
             if obs is not None:
-                wire.observation_to_proto(obs, response.observation)
+                wire.observation_to_proto(obs, response.observation, managed.lane_memo)
             return response
 
         return self._call("GetSession", context, run)
@@ -215,14 +215,14 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
         if expected_step < 0:
             raise ConfigError(f"expected_step must be >= 0, got {expected_step}")
         command = wire.command_from_proto(command_msg)
+        managed = self.manager.get(session_id)
         try:
             obs = self.manager.step(session_id, command, expected_step)
         except StepMismatchError:
-            current = self.manager.get(session_id).session.step_index
-            context.set_trailing_metadata((("vw-current-step", str(current)),))
+            context.set_trailing_metadata((("vw-current-step", str(managed.session.step_index)),))
             raise
         response.session_id, response.step, response.sim_time_us = session_id, obs.step, obs.sim_time_us
-        wire.observation_to_proto(obs, response.observation)
+        wire.observation_to_proto(obs, response.observation, managed.lane_memo)
         self.metrics.steps.inc()
         self.metrics.step_latency.observe(time.perf_counter() - t0)
 

@@ -22,6 +22,7 @@ from vectorworld.errors import VectorWorldError
 from vectorworld.sim.commands import EgoCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.wire import LaneEncodeMemo
 
 
 class SessionNotFoundError(VectorWorldError, KeyError):
@@ -59,6 +60,8 @@ class ManagedSession:
     tiles_seen: int = 0
     failure: str | None = None
     closed: bool = False
+    lane_memo: LaneEncodeMemo = field(default_factory=LaneEncodeMemo, repr=False)
+    """The lanes of the last observation sent, already encoded (most steps show the same lanes)."""
 
 
 SessionFactory = Callable[[SessionConfig], Session]

@@ -1,42 +1,54 @@
-"""Load test of the simulator service on loopback: throughput, step latency, overhead, memory.
+"""Load test of the simulator service on loopback: per-step service overhead, throughput, memory.
 
 Usage::
 
-    python tools/load_test.py                                  # 32 sessions x 500 steps, 1,000 churned
+    python tools/load_test.py                        # 300-step overhead runs, 32 x 500 load, 1,000 churned
     python tools/load_test.py --sessions 8 --steps 100 --churn 100 --generator test-straight
 
-Phases (all in one process: an in-process server on 127.0.0.1, clients in threads):
+The server runs in a child process (this script with ``--serve``), so client and server do not share a
+GIL. The child records, for every step, the engine time (``SessionManager.on_step``: ``Session.step``
+including building the observation) and the server-side handler time (command decode, engine step,
+observation encode), and answers ``engine`` / ``stats`` / ``quit`` lines on its stdin.
 
-1. baseline: one session driven locally (``Session.step``) and the same config over gRPC, sequentially;
-   the difference is the per-step cost of the service (encode, transport, decode) without contention.
-2. load: N concurrent sessions x M steps with the built-in planner; aggregate steps/s, client-side step
-   latency p50/p99, and the server's own engine step time and server-side step latency (histograms).
-3. churn: create-and-close K sessions, then the process RSS against the RSS before (leak check).
+Phases:
 
-Bounded: nothing but loopback, fixed step counts, sessions that cannot end early (huge target, collisions
-do not terminate). Prints a table and optionally writes JSON (``--out``).
+1. overhead: one session over StreamSession (lock-step, one request per step), then one over unary Step.
+   Per step: the client-observed latency (command handed to the client -> typed Observation back), the
+   engine time of that same step on the server, and their difference: what the service adds (command
+   encode/decode, observation encode, transport, client decode). p50/p99 of each, first steps skipped.
+2. load: N concurrent sessions x M steps (StreamSession, or Step with ``--load-rpc unary``), one client
+   thread each: steps/s, client latency, engine time and paired overhead p50/p99; no errors and no live
+   session afterwards (leak check).
+3. churn: create-and-close K sessions; the server's RSS and live Python objects before and after.
+
+Bounded: loopback only, fixed counts, sessions that cannot end early (huge target, collisions do not
+terminate), and a wall-clock limit per phase after which workers stop early (``timed_out``).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import json
+import queue
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from sim_server.client import SimClient  # noqa: E402
-from sim_server.config import ServerConfig  # noqa: E402
-from sim_server.server import create_server  # noqa: E402
-from vectorworld.sim.session import Session, SessionConfig  # noqa: E402
+from sim_server.client import RemoteSession, SimClient  # noqa: E402
+from vectorworld.sim.session import SessionConfig  # noqa: E402
+
+WARMUP_STEPS = 10
+"""Steps at the start of each overhead run left out of its statistics (stream set-up, first tiles)."""
 
 
 def rss_mib() -> float:
@@ -52,153 +64,312 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def baseline(target: str, config: SessionConfig, steps: int) -> dict[str, float]:
-    """Median ms per step: local engine vs. the same episode over gRPC, one session each, steps
-    interleaved (local, served, local, ...) so both see the same machine load."""
-    local = Session(config)
-    local.reset()
-    local_s, served_s = [], []
-    with SimClient(target) as client:
+def load_average() -> float | None:
+    """The 1-minute load average (None where unavailable)."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def session_config(args: argparse.Namespace) -> SessionConfig:
+    if args.generator == "test-straight":
+        import tests.straight_world  # noqa: F401 - registers the test generator
+    return SessionConfig(generator=args.generator, npc_policy=args.npc, target_km=1000.0,
+                         max_steps=max(args.steps, args.overhead_steps) + 1, terminate_on_collision=False)
+
+
+# --------------------------------------------------------------------------- the server child
+def serve_child(args: argparse.Namespace) -> int:
+    """Run the server, record per-step timings, answer control lines on stdin until ``quit`` or EOF."""
+    from sim_server.config import ServerConfig
+    from sim_server.server import create_server
+
+    server = create_server(ServerConfig(port=0, http_port=None, max_sessions=args.sessions + 8,
+                                        max_workers=args.sessions + 8, session_defaults=session_config(args)))
+    lock, local = threading.Lock(), threading.local()
+    # (session id, step) -> [engine s, handler s, engine end, handler end] (perf_counter, shared clock)
+    steps: dict[tuple[str, int], list[float]] = {}
+    previous_on_step, observe_handler = server.manager.on_step, server.metrics.step_latency.observe
+
+    def on_step(managed: Any, engine_s: float, new_tiles: list[float]) -> None:
+        if previous_on_step is not None:
+            previous_on_step(managed, engine_s, new_tiles)
+        local.key = (managed.id, managed.session.step_index)
+        with lock:
+            steps[local.key] = [engine_s, float("nan"), time.perf_counter(), float("nan")]
+
+    def observe(handler_s: float) -> None:  # the servicer's server-side step latency, same thread
+        observe_handler(handler_s)
+        key, local.key = getattr(local, "key", None), None
+        with lock:
+            if key in steps:
+                steps[key][1], steps[key][3] = handler_s, time.perf_counter()
+
+    server.manager.on_step = on_step
+    server.metrics.step_latency.observe = observe  # type: ignore[method-assign]
+    print(f"@@ {json.dumps({'port': server.port})}", flush=True)
+    try:
+        for line in sys.stdin:
+            command = line.strip()
+            if command == "engine":
+                with lock:
+                    rows = [[sid, step, *times] for (sid, step), times in steps.items()]
+                    steps.clear()
+                reply: dict[str, Any] = {"steps": rows}
+            elif command == "stats":
+                gc.collect()
+                reply = {"rss_mib": rss_mib(), "objects": len(gc.get_objects()),
+                         "live_sessions": len(server.manager)}
+            elif command == "quit":
+                break
+            else:
+                reply = {"error": f"unknown command {command!r}"}
+            print(f"@@ {json.dumps(reply)}", flush=True)
+    finally:
+        server.stop(grace_s=2.0)
+    return 0
+
+
+class ServerProcess:
+    """The server child and its control channel (one request line, one ``@@ {json}`` answer line)."""
+
+    def __init__(self, args: argparse.Namespace, timeout_s: float = 120.0) -> None:
+        command = [sys.executable, str(Path(__file__).resolve()), "--serve", "--generator", args.generator,
+                   "--npc", args.npc, "--sessions", str(args.sessions), "--steps", str(args.steps),
+                   "--overhead-steps", str(args.overhead_steps)]
+        self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.timeout_s = timeout_s
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.port = int(self._answer()["port"])
+        self.target = f"127.0.0.1:{self.port}"
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("@@ "):
+                self._lines.put(line[3:])
+        self._lines.put(None)
+
+    def _answer(self) -> dict[str, Any]:
+        try:
+            line = self._lines.get(timeout=self.timeout_s)
+        except queue.Empty:
+            line = None
+        if line is None:
+            raise RuntimeError(f"the server child did not answer (exit code {self.proc.poll()})")
+        return json.loads(line)
+
+    def ask(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self._answer()
+
+    def step_times(self) -> dict[tuple[str, int], tuple[float, ...]]:
+        """(session id, step) -> (engine s, server-side handler s, engine end, handler end) of the steps
+        since the last call; the ends are ``time.perf_counter()`` values (CLOCK_MONOTONIC on Linux, the
+        same clock in both processes)."""
+        return {(sid, step): tuple(times) for sid, step, *times in self.ask("engine")["steps"]}
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30.0)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+# --------------------------------------------------------------------------- client side
+StepLatencies = list[tuple[int, float]]
+"""(step index of the observation received, client-observed latency s) per step."""
+
+
+def drive(session: RemoteSession, steps: int, rpc: str, deadline: float) -> StepLatencies:
+    """Step ``session`` ``steps`` times (built-in planner) over ``rpc`` ("stream" or "unary")."""
+    out: StepLatencies = []
+    if rpc == "unary":
+        for _ in range(steps):
+            if time.perf_counter() > deadline:
+                break
+            t0 = time.perf_counter()
+            obs = session.step()
+            out.append((obs.step, time.perf_counter() - t0))
+        return out
+    sent: list[float] = []
+
+    def commands() -> Iterator[None]:
+        for _ in range(steps):
+            if time.perf_counter() > deadline:
+                return
+            sent.append(time.perf_counter())
+            yield None
+
+    for k, obs in enumerate(session.stream(commands())):
+        out.append((obs.step, time.perf_counter() - sent[k]))
+    return out
+
+
+def summarise(latencies: dict[str, StepLatencies], times: dict[tuple[str, int], tuple[float, float]],
+              skip: int = 0) -> dict[str, Any]:
+    """p50/p99 (ms) of client latency, engine time, server-side handler time and the paired overhead."""
+    client, engine, handler, overhead = [], [], [], []
+    for sid, rows in latencies.items():
+        for step, latency in rows[skip:]:
+            client.append(latency)
+            if (sid, step) in times:
+                e, h = times[(sid, step)]
+                engine.append(e)
+                handler.append(h)
+                overhead.append(latency - e)
+    out: dict[str, Any] = {"steps": len(client), "paired": len(overhead)}
+    for name, values in (("client", client), ("engine", engine), ("handler", handler), ("overhead", overhead)):
+        arr = np.asarray(values, np.float64) * 1e3
+        arr = arr[np.isfinite(arr)]
+        for q in (50, 99):
+            out[f"{name}_ms_p{q}"] = float(np.percentile(arr, q)) if arr.size else float("nan")
+    out["server_side_ms_p50"] = out["handler_ms_p50"] - out["engine_ms_p50"]
+    return out
+
+
+def overhead(server: ServerProcess, config: SessionConfig, steps: int, rpc: str, time_limit_s: float
+             ) -> dict[str, Any]:
+    """One session, ``steps`` sequential steps over ``rpc``: per-step latency vs. the engine's own time."""
+    server.step_times()
+    with SimClient(server.target, timeout_s=120.0) as client:
         session = client.create_session(seed=config.seed, target_km=config.target_km,
                                         max_steps=config.max_steps, terminate_on_collision=False)
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            local.step()
-            t1 = time.perf_counter()
-            session.step()
-            t2 = time.perf_counter()
-            local_s.append(t1 - t0)
-            served_s.append(t2 - t1)
+        rows = drive(session, steps, rpc, time.perf_counter() + time_limit_s)
         session.close()
-    local_ms, served_ms = float(np.median(local_s)) * 1e3, float(np.median(served_s)) * 1e3
-    return {"local_ms_per_step": local_ms, "served_ms_per_step": served_ms,
-            "overhead_ms_per_step": served_ms - local_ms}
+    figures = summarise({session.id: rows}, server.step_times(), skip=min(WARMUP_STEPS, len(rows) // 2))
+    return figures | {"rpc": rpc, "timed_out": len(rows) < steps, "load_average": load_average()}
 
 
-def load(target: str, config: SessionConfig, sessions: int, steps: int) -> dict[str, Any]:
-    """N concurrent sessions x M steps; client-side latencies of every step."""
-    latencies: list[list[float]] = [[] for _ in range(sessions)]
+def load(server: ServerProcess, config: SessionConfig, sessions: int, steps: int, rpc: str,
+         time_limit_s: float) -> dict[str, Any]:
+    """N concurrent sessions x M steps; every step's client latency paired with its engine time."""
+    latencies: dict[str, StepLatencies] = {}
     errors: list[str] = []
     start = threading.Barrier(sessions + 1)
+    deadline = [float("inf")]
 
     def worker(k: int) -> None:
         try:
-            with SimClient(target, timeout_s=120.0) as client:
+            with SimClient(server.target, timeout_s=max(120.0, time_limit_s)) as client:
                 session = client.create_session(seed=config.seed + k, target_km=config.target_km,
                                                 max_steps=config.max_steps, terminate_on_collision=False)
                 start.wait()
-                for _ in range(steps):
-                    t0 = time.perf_counter()
-                    session.step()
-                    latencies[k].append(time.perf_counter() - t0)
+                latencies[session.id] = drive(session, steps, rpc, deadline[0])
                 session.close()
         except Exception as err:  # noqa: BLE001 - reported, not raised, so the other sessions finish
             errors.append(f"session {k}: {type(err).__name__}: {err}")
-            if start.n_waiting and not start.broken:
+            if not start.broken:
                 start.abort()
 
+    server.step_times()
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(sessions)]
     for t in threads:
         t.start()
-    start.wait()
+    try:
+        start.wait()
+    except threading.BrokenBarrierError:
+        pass
     t0 = time.perf_counter()
+    deadline[0] = t0 + time_limit_s
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
-    flat = np.array([x for per in latencies for x in per]) * 1e3
-    return {"sessions": sessions, "steps_per_session": steps, "steps": int(flat.size), "wall_s": wall,
-            "steps_per_s": flat.size / wall if wall > 0 else 0.0,
-            "latency_ms_p50": float(np.percentile(flat, 50)) if flat.size else float("nan"),
-            "latency_ms_p99": float(np.percentile(flat, 99)) if flat.size else float("nan"),
-            "errors": errors}
+    figures = summarise(latencies, server.step_times())
+    live = server.ask("stats")["live_sessions"]
+    if live:
+        errors.append(f"{live} sessions still live after every client closed its own (leak)")
+    return figures | {"rpc": rpc, "sessions": sessions, "steps_per_session": steps, "wall_s": wall,
+                      "steps_per_s": figures["steps"] / wall if wall > 0 else 0.0,
+                      "timed_out": figures["steps"] < sessions * steps and not errors,
+                      "live_sessions_after": live, "errors": errors, "load_average": load_average()}
 
 
-def churn(target: str, config: SessionConfig, count: int, threads: int = 4) -> dict[str, float]:
-    """Create and close ``count`` sessions from ``threads`` clients, after a warm-up round of
-    ``threads`` x 10 (allocator arenas, gRPC channels); RSS (MiB) and live Python objects before/after."""
+def churn(server: ServerProcess, config: SessionConfig, count: int, threads: int = 4) -> dict[str, Any]:
+    """Create and close ``count`` sessions from ``threads`` clients after a warm-up round of ``threads`` x
+    10 (allocator arenas, gRPC channels); the server's RSS (MiB) and live Python objects before/after."""
     per_thread = count // threads
 
     def worker(n: int) -> None:
-        with SimClient(target) as client:
+        with SimClient(server.target) as client:
             for k in range(n):
                 client.create_session(seed=k, target_km=config.target_km).close()
 
-    warm = [threading.Thread(target=worker, args=(10,)) for _ in range(threads)]
-    for t in warm:
-        t.start()
-    for t in warm:
-        t.join()
-    gc.collect()
-    before, objects_before = rss_mib(), len(gc.get_objects())
-    pool = [threading.Thread(target=worker, args=(per_thread,)) for _ in range(threads)]
-    t0 = time.perf_counter()
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    wall = time.perf_counter() - t0
-    gc.collect()
-    after = rss_mib()
-    return {"sessions": per_thread * threads, "rss_before_mib": before, "rss_after_mib": after,
-            "rss_growth_mib": after - before, "python_objects_growth": len(gc.get_objects()) - objects_before,
-            "sessions_per_s": per_thread * threads / wall}
+    def run(n: int) -> float:
+        pool = [threading.Thread(target=worker, args=(n,)) for _ in range(threads)]
+        t0 = time.perf_counter()
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        return time.perf_counter() - t0
+
+    run(10)
+    before = server.ask("stats")
+    wall = run(per_thread)
+    after = server.ask("stats")
+    return {"sessions": per_thread * threads, "rss_before_mib": before["rss_mib"],
+            "rss_after_mib": after["rss_mib"], "rss_growth_mib": after["rss_mib"] - before["rss_mib"],
+            "python_objects_growth": after["objects"] - before["objects"],
+            "live_sessions_after": after["live_sessions"], "sessions_per_s": per_thread * threads / wall,
+            "load_average": load_average()}
 
 
+# --------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--churn", type=int, default=1000)
-    parser.add_argument("--baseline-steps", type=int, default=300)
+    parser.add_argument("--overhead-steps", "--baseline-steps", dest="overhead_steps", type=int, default=300)
+    parser.add_argument("--load-rpc", choices=("stream", "unary"), default="stream")
+    parser.add_argument("--time-limit-s", type=float, default=600.0, help="per phase; workers stop after it")
     parser.add_argument("--generator", default="procedural")
     parser.add_argument("--npc", default="idm")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the server child
     args = parser.parse_args(argv)
-    if args.generator == "test-straight":
-        import tests.straight_world  # noqa: F401 - registers the test generator
-    steps_cap = max(args.steps, args.baseline_steps)
-    config = SessionConfig(generator=args.generator, npc_policy=args.npc, target_km=1000.0,
-                           max_steps=steps_cap, terminate_on_collision=False)
-    server = create_server(ServerConfig(port=0, http_port=None, max_sessions=args.sessions + 8,
-                                        max_workers=args.sessions + 4, session_defaults=config))
-    target = f"127.0.0.1:{server.port}"
+    if args.serve:
+        return serve_child(args)
+    config = session_config(args)
+    server = ServerProcess(args)
     try:
-        figures: dict[str, Any] = {"config": dataclasses.asdict(config) | {"world": None}}
-        figures["baseline"] = baseline(target, config, args.baseline_steps)
-        engine_before = (server.metrics.engine_step.count, _hist_sum(server))
-        figures["load"] = load(target, config, args.sessions, args.steps)
-        n = server.metrics.engine_step.count - engine_before[0]
-        figures["load"]["engine_ms_per_step"] = (_hist_sum(server) - engine_before[1]) * 1e3 / max(n, 1)
-        figures["load"]["server_step_ms_mean"] = _server_step_mean_ms(server)
-        figures["load"]["overhead_p50_vs_engine"] = (figures["load"]["latency_ms_p50"]
-                                                     / max(figures["load"]["engine_ms_per_step"], 1e-9))
-        figures["churn"] = churn(target, config, args.churn)
+        figures: dict[str, Any] = {"config": {"generator": config.generator, "npc_policy": config.npc_policy}}
+        figures["overhead"] = {rpc: overhead(server, config, args.overhead_steps, rpc, args.time_limit_s)
+                               for rpc in ("stream", "unary")}
+        figures["load"] = load(server, config, args.sessions, args.steps, args.load_rpc, args.time_limit_s)
+        figures["churn"] = churn(server, config, args.churn)
     finally:
-        server.stop(grace_s=2.0)
+        server.close()
     _print(figures)
     if args.out is not None:
         args.out.write_text(json.dumps(figures, indent=2, default=str) + "\n")
-    return 1 if figures["load"]["errors"] else 0
-
-
-def _hist_sum(server: Any) -> float:
-    return server.metrics.engine_step.total
-
-
-def _server_step_mean_ms(server: Any) -> float:
-    h = server.metrics.step_latency
-    return h.total * 1e3 / max(h.count, 1)
+    failed = figures["load"]["errors"] or figures["churn"]["live_sessions_after"]
+    return 1 if failed else 0
 
 
 def _print(f: dict[str, Any]) -> None:
-    b, lo, c = f["baseline"], f["load"], f["churn"]
-    print(f"baseline (1 session, sequential, medians): local {b['local_ms_per_step']:.2f} ms/step, served "
-          f"{b['served_ms_per_step']:.2f} ms/step, service overhead {b['overhead_ms_per_step']:.2f} ms/step")
-    print(f"load ({lo['sessions']} sessions x {lo['steps_per_session']} steps): {lo['steps_per_s']:.0f} steps/s, "
-          f"latency p50 {lo['latency_ms_p50']:.1f} ms, p99 {lo['latency_ms_p99']:.1f} ms; engine "
-          f"{lo['engine_ms_per_step']:.2f} ms/step, server-side step {lo['server_step_ms_mean']:.2f} ms "
-          f"(mean); {len(lo['errors'])} errors")
-    print(f"churn ({c['sessions']} sessions created and closed, {c['sessions_per_s']:.0f}/s): RSS "
+    def row(name: str, d: dict[str, Any]) -> str:
+        return (f"{name}: client {d['client_ms_p50']:.2f}/{d['client_ms_p99']:.2f} ms, engine "
+                f"{d['engine_ms_p50']:.2f}/{d['engine_ms_p99']:.2f} ms, overhead {d['overhead_ms_p50']:.2f}/"
+                f"{d['overhead_ms_p99']:.2f} ms (p50/p99; server-side {d['server_side_ms_p50']:.2f} ms p50; "
+                f"{d['paired']} steps; load avg {d['load_average']})")
+
+    for rpc, d in f["overhead"].items():
+        print(row(f"overhead, 1 session, {rpc}", d))
+    lo, c = f["load"], f["churn"]
+    print(row(f"load {lo['sessions']} x {lo['steps_per_session']} ({lo['rpc']}), {lo['steps_per_s']:.0f} steps/s",
+              lo) + f"; {len(lo['errors'])} errors, {lo['live_sessions_after']} sessions left")
+    print(f"churn ({c['sessions']} sessions created and closed, {c['sessions_per_s']:.0f}/s): server RSS "
           f"{c['rss_before_mib']:.0f} -> {c['rss_after_mib']:.0f} MiB ({c['rss_growth_mib']:+.1f} MiB), "
           f"live Python objects {c['python_objects_growth']:+d}")
     for e in lo["errors"][:5]:

@@ -44,7 +44,7 @@ class SpawnConfig:
 
     min_gap_m: float = 8.0
     mean_extra_gap_m: float = 20.0
-    connector_prob: float = 0.15
+    connector_prob: float = 0.0  # vehicles spawned inside a junction could meet on crossing connectors
     stopped_prob: float = 0.15
     speed_factor: tuple[float, float] = (0.7, 1.05)
     max_lateral_accel_mps2: float = 3.0

@@ -115,7 +115,8 @@ class MetricTracker:
 
         Contact and off-road events count transitions seen by two consecutive steps: an agent spawned
         since the previous step (a parked car at the curb, a tile's traffic) starts with its state
-        remembered, so spawning is never counted as a policy's event.
+        remembered, so spawning is never counted as a policy's event. An off-road event needs the agent
+        to drive off: a standing car whose lane was retired behind the ego does not count.
         """
         valid = after.valid
         seen = self._seen & valid
@@ -133,7 +134,8 @@ class MetricTracker:
         offroad = np.zeros(after.capacity, bool)
         offroad[np.nonzero(vehicles)[0]] = ~on_road
         npc_veh = vehicles & npc
-        new_offroad = int((offroad & ~self._npc_offroad & npc_veh & moved & seen).sum())
+        driving = moved & (np.linalg.norm(after.xy - before.xy, axis=-1) > 0.01)
+        new_offroad = int((offroad & ~self._npc_offroad & npc_veh & driving & seen).sum())
         self._npc_offroad = offroad & npc_veh
         infeasible, counted = self._infeasible(before, after, npc_veh & moved)
         ego_dist = float(np.linalg.norm(after.xy[ego_slot] - before.xy[ego_slot]))

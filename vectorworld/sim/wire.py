@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import json
 import math
+import operator
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -130,35 +131,56 @@ class _LaneWireCache:
 _LANE_WIRE = _LaneWireCache()
 
 
+class LaneEncodeMemo:
+    """The encoded lanes of a session's previous observation, reused while the next observation holds the
+    very same lane objects (most steps: the lanes in view change every few steps). One per session; it
+    keeps those lanes alive until the next call. Concurrent calls are safe (they may only miss)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[int, tuple[Lane, ...], bytes] = (0, (), b"")
+
+    def encode(self, lanes: Sequence[Lane], field_number: int) -> bytes:
+        number, previous, data = self._last
+        if number == field_number and len(previous) == len(lanes) and all(map(operator.is_, previous, lanes)):
+            return data
+        data = lanes_to_wire(lanes, field_number)
+        self._last = (field_number, tuple(lanes), data)
+        return data
+
+
 def lanes_to_wire(lanes: Sequence[Lane], field_number: int) -> bytes:
     """The wire bytes of ``lanes`` as entries of the repeated ``Lane`` field ``field_number`` of the
     enclosing message (merge them with ``MergeFromString``); each lane is serialized once in its life."""
-    tag = _tag(field_number, _LEN)
-    return b"".join(tag + _LANE_WIRE.get(lane) for lane in lanes)
+    tag, cache = _tag(field_number, _LEN), _LANE_WIRE
+    return tag + tag.join([cache.get(lane) for lane in lanes]) if lanes else b""
 
 
 class LaneDecodeCache:
-    """Client-side memo of decoded lanes, keyed by the lane message's serialized bytes.
+    """Client-side memo of decoded lanes, keyed by the lane messages' serialized bytes.
 
     Consecutive observations of a session share most lanes; a lane whose bytes equal one decoded for
     the previous observation is the same :class:`Lane` value and is reused (exact: equal bytes, equal
-    message). Holds the lanes of the latest observation only; concurrent calls are safe (they may only miss)."""
+    message). Holds the lanes of the latest observation only; concurrent calls are safe (they may only
+    miss)."""
 
     def __init__(self) -> None:
-        self._lanes: dict[bytes, Lane] = {}
+        self._last: tuple[list[bytes], tuple[Lane, ...]] = ([], ())
 
     def decode(self, msgs: Sequence[world_pb2.Lane]) -> tuple[Lane, ...]:
-        previous, current = self._lanes, {}
-        out = []
-        for msg in msgs:
-            key = msg.SerializeToString()
-            lane = current.get(key) or previous.get(key)
+        keys = [msg.SerializeToString() for msg in msgs]
+        previous_keys, previous = self._last
+        if keys == previous_keys:  # the same lanes as last time (most steps)
+            return previous
+        known = dict(zip(previous_keys, previous, strict=True))
+        lanes = []
+        for key, msg in zip(keys, msgs, strict=True):
+            lane = known.get(key)
             if lane is None:
-                lane = lane_from_proto(msg)
-            current[key] = lane
-            out.append(lane)
-        self._lanes = current
-        return tuple(out)
+                lane = known[key] = lane_from_proto(msg)
+            lanes.append(lane)
+        out = tuple(lanes)
+        self._last = (keys, out)
+        return out
 
 
 def tile_to_proto(tile: Tile, out: world_pb2.Tile | None = None) -> world_pb2.Tile:
@@ -203,44 +225,68 @@ def _tag(field_number: int, wire_type: int) -> bytes:
 
 
 _HISTORY_FIELDS = ("history_x_m", "history_y_m", "history_yaw_rad", "history_speed_mps")
+_F8, _VARINT10 = ("<f8",), ("u1", (10,))
+_VARINT10_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
+_VARINT10_MORE = np.array([0x80] * 9 + [0], np.uint8)
+_Item = tuple[str, bytes, tuple[Any, ...] | None]
 
 
-@functools.lru_cache(maxsize=32)
-def _agent_layout(steps: int, history_only: bool = False) -> tuple[np.dtype, np.ndarray]:
-    """A packed record type holding Agent fields 3-11 (pose to history_valid, every field written) as
-    wire bytes for ``steps`` history steps (0: no history fields), and a record with its tags filled in.
-    ``history_only``: fields 7-11 only (the tail of a canonically serialized observation agent)."""
+def _varint10(values: np.ndarray) -> np.ndarray:
+    """(N, 10) uint8: each int64 as a 10-byte varint (zero-padded groups; still a valid varint, and the
+    parser's re-serialization is the canonical short form)."""
+    v = np.asarray(values).astype(np.int64).view(np.uint64)
+    return ((v[:, None] >> _VARINT10_SHIFTS) & np.uint64(0x7F)).astype(np.uint8) | _VARINT10_MORE
+
+
+def _layout(items: list[_Item]) -> tuple[np.dtype, np.ndarray]:
+    """A packed record type of (tag bytes, value) pairs and a record with the tags filled in."""
     fields: list[tuple[Any, ...]] = []
-    tags: dict[str, bytes] = {}
-
-    def add(name: str, tag: bytes, value: tuple[Any, ...]) -> None:
+    for name, tag, value in items:
         fields.append((f"{name}_tag", "u1", (len(tag),)))
-        fields.append((name, *value))
-        tags[f"{name}_tag"] = tag
-
-    if not history_only:
-        add("x", _tag(3, _LEN) + _varint(27) + _tag(1, _I64), ("<f8",))  # pose {x_m, y_m, yaw_rad}
-        add("y", _tag(2, _I64), ("<f8",))
-        add("yaw", _tag(3, _I64), ("<f8",))
-        for field_number, name in ((4, "speed"), (5, "length"), (6, "width")):
-            add(name, _tag(field_number, _I64), ("<f8",))
-    if steps:
-        for field_number, name in zip((7, 8, 9, 10), _HISTORY_FIELDS, strict=True):
-            add(name, _tag(field_number, _LEN) + _varint(8 * steps), ("<f8", (steps,)))
-        add("history_valid", _tag(11, _LEN) + _varint(steps), ("u1", (steps,)))
+        if value is not None:
+            fields.append((name, *value))
     dtype = np.dtype(fields)
     template = np.zeros((), dtype)
-    for name, tag in tags.items():
-        template[name] = np.frombuffer(tag, np.uint8)
+    for name, tag, _value in items:
+        template[f"{name}_tag"] = np.frombuffer(tag, np.uint8)
     return dtype, template
 
 
-def _agent_records(agents: Agents, slots: np.ndarray, include_history: bool) -> tuple[bytes, int]:
-    """Agent fields 3-11 of each slot as wire bytes, one fixed-size record per slot; (bytes, record size)."""
+def _history_items(steps: int) -> list[_Item]:
+    """Agent fields 7-11 (packed history arrays of ``steps`` entries) as written canonically."""
+    items: list[_Item] = [(name, _tag(number, _LEN) + _varint(8 * steps), ("<f8", (steps,)))
+                          for number, name in zip((7, 8, 9, 10), _HISTORY_FIELDS, strict=True)]
+    return items + [("history_valid", _tag(11, _LEN) + _varint(steps), ("u1", (steps,)))]
+
+
+@functools.lru_cache(maxsize=64)
+def _agent_layout(field_number: int, steps: int, with_slot: bool) -> tuple[np.dtype, np.ndarray]:
+    """A fixed-size record holding one whole ``Agent`` entry of the repeated field ``field_number``: its
+    tag and length, then every field (zeros included; varints padded to 10 bytes). ``steps``: history
+    length (0: no history fields); ``with_slot``: also slot and controller (frames)."""
+    pose = _tag(3, _LEN) + _varint(27) + _tag(1, _I64)
+    body: list[_Item] = [("id", _tag(1, _VARINT), _VARINT10), ("agent_type", _tag(2, _VARINT), _VARINT10),
+                         ("x", pose, _F8), ("y", _tag(2, _I64), _F8), ("yaw", _tag(3, _I64), _F8),
+                         ("speed", _tag(4, _I64), _F8), ("length", _tag(5, _I64), _F8),
+                         ("width", _tag(6, _I64), _F8)]
+    if steps:
+        body += _history_items(steps)
+    if with_slot:
+        body += [("slot", _tag(12, _VARINT), _VARINT10), ("controller", _tag(13, _VARINT), _VARINT10)]
+    size = _layout(body)[0].itemsize
+    return _layout([("entry", _tag(field_number, _LEN) + _varint(size), None), *body])
+
+
+def agents_to_wire(agents: Agents, slots: Sequence[int] | np.ndarray, field_number: int,
+                   include_history: bool = True, policy_of: np.ndarray | None = None) -> bytes:
+    """The wire bytes of one ``Agent`` per slot as entries of the repeated field ``field_number`` of the
+    enclosing message (merge them with ``MergeFromString``). ``policy_of``: as in :func:`agents_to_proto`."""
+    slots = np.asarray(slots, dtype=np.intp).reshape(-1)
     steps = agents.history.shape[1] if include_history else 0
-    dtype, template = _agent_layout(steps)
+    dtype, template = _agent_layout(field_number, steps, policy_of is not None)
     rec = np.empty(len(slots), dtype)
     rec[...] = template
+    rec["id"], rec["agent_type"] = _varint10(agents.id[slots]), _varint10(agents.agent_type[slots])
     rec["x"], rec["y"] = agents.xy[slots, 0], agents.xy[slots, 1]
     rec["yaw"], rec["speed"] = agents.yaw[slots], agents.speed[slots]
     rec["length"], rec["width"] = agents.length[slots], agents.width[slots]
@@ -249,29 +295,14 @@ def _agent_records(agents: Agents, slots: np.ndarray, include_history: bool) -> 
         for k, name in enumerate(_HISTORY_FIELDS):
             rec[name] = history[:, :, k]
         rec["history_valid"] = agents.history_valid[slots]
-    return rec.tobytes(), dtype.itemsize
-
-
-def agents_to_wire(agents: Agents, slots: Sequence[int] | np.ndarray, field_number: int,
-                   include_history: bool = True, policy_of: np.ndarray | None = None) -> bytes:
-    """The wire bytes of one ``Agent`` per slot as entries of the repeated field ``field_number`` of the
-    enclosing message (merge them with ``MergeFromString``). ``policy_of``: as in :func:`agents_to_proto`."""
-    slots = np.asarray(slots, dtype=np.intp).reshape(-1)
-    data, width = _agent_records(agents, slots, include_history)
-    tag = _tag(field_number, _LEN)
-    ids, types = agents.id[slots].tolist(), agents.agent_type[slots].tolist()
-    controllers = [] if policy_of is None else [
-        _CONTROLLER_TO_WIRE.get(c, world_pb2.CONTROLLER_UNSPECIFIED) for c in policy_of[slots].tolist()]
-    parts: list[bytes] = []
-    for k, (agent_id, agent_type) in enumerate(zip(ids, types, strict=True)):
-        head = (b"\x08" + _varint(agent_id) if agent_id else b"") + (b"\x10" + _varint(agent_type) if agent_type
-                                                                     else b"")
-        if policy_of is not None:
-            slot, controller = int(slots[k]), controllers[k]
-            head += (b"\x60" + _varint(slot) if slot else b"") + (b"\x68" + _varint(controller) if controller
-                                                                 else b"")
-        parts += (tag, _varint(len(head) + width), head, data[k * width:(k + 1) * width])
-    return b"".join(parts)
+    if policy_of is not None:
+        rec["slot"] = _varint10(slots)
+        codes = policy_of[slots]
+        controllers = np.full(len(slots), world_pb2.CONTROLLER_UNSPECIFIED, np.int64)
+        for code, controller in _CONTROLLER_TO_WIRE.items():
+            controllers[codes == code] = controller
+        rec["controller"] = _varint10(controllers)
+    return rec.tobytes()
 
 
 def agents_to_proto(agents: Agents, slots: Sequence[int], out: Any, include_history: bool = True,
@@ -335,7 +366,7 @@ def _histories_from_wire(msgs: Sequence[world_pb2.Agent], steps: int
     Serialization is canonical (fields in number order, zeros omitted, unknown fields last), so an agent
     without slot, controller or unknown fields ends with exactly the records of fields 7-11; ``ok`` is
     False where those tags and lengths are not all in place (the caller decodes those field by field)."""
-    dtype, template = _agent_layout(steps, history_only=True)
+    dtype, template = _history_layout(steps)
     size = dtype.itemsize
     blobs = [a.SerializeToString() for a in msgs]
     rec = np.frombuffer(b"".join(b[-size:] if len(b) >= size else bytes(size) for b in blobs), dtype)
@@ -345,6 +376,11 @@ def _histories_from_wire(msgs: Sequence[world_pb2.Agent], steps: int
             ok &= (rec[name] == template[name]).all(-1)
     history = np.stack([rec[name] for name in _HISTORY_FIELDS], -1)
     return history, rec["history_valid"].astype(bool), ok
+
+
+@functools.lru_cache(maxsize=16)
+def _history_layout(steps: int) -> tuple[np.dtype, np.ndarray]:
+    return _layout(_history_items(steps))
 
 
 def _history_from_proto(a: world_pb2.Agent, out: Agents, slot: int, history_steps: int) -> None:
@@ -422,11 +458,13 @@ def _json_scalar(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- observation and frame
-def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = None) -> world_pb2.Observation:
+def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = None,
+                         lane_memo: LaneEncodeMemo | None = None) -> world_pb2.Observation:
+    """The observation as a message; ``lane_memo`` (one per session) reuses the previous step's lanes."""
     msg = world_pb2.Observation() if out is None else out
     msg.step, msg.sim_time_us, msg.ego_index = int(obs.step), int(obs.sim_time_us), int(obs.ego_slot)
-    msg.MergeFromString(agents_to_wire(obs.agents, np.flatnonzero(obs.agents.valid), 3)
-                        + lanes_to_wire(obs.lanes, 5))
+    lanes = lane_memo.encode(obs.lanes, 5) if lane_memo is not None else lanes_to_wire(obs.lanes, 5)
+    msg.MergeFromString(agents_to_wire(obs.agents, np.flatnonzero(obs.agents.valid), 3) + lanes)
     msg.route_lane_ids.extend(int(i) for i in obs.route_lane_ids)
     polyline_to_proto(obs.route_polyline, msg.route_polyline)
     step_metrics_to_proto(obs.step_metrics, msg.step_metrics)
