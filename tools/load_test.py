@@ -186,8 +186,9 @@ class ServerProcess:
 
 
 # --------------------------------------------------------------------------- client side
-StepLatencies = list[tuple[int, float]]
-"""(step index of the observation received, client-observed latency s) per step."""
+StepLatencies = list[tuple[int, float, float]]
+"""(step index of the observation received, send time, receive time) per step (``time.perf_counter``):
+send = the command handed to the client, receive = the typed Observation back."""
 
 
 def drive(session: RemoteSession, steps: int, rpc: str, deadline: float) -> StepLatencies:
@@ -199,7 +200,7 @@ def drive(session: RemoteSession, steps: int, rpc: str, deadline: float) -> Step
                 break
             t0 = time.perf_counter()
             obs = session.step()
-            out.append((obs.step, time.perf_counter() - t0))
+            out.append((obs.step, t0, time.perf_counter()))
         return out
     sent: list[float] = []
 
@@ -211,24 +212,35 @@ def drive(session: RemoteSession, steps: int, rpc: str, deadline: float) -> Step
             yield None
 
     for k, obs in enumerate(session.stream(commands())):
-        out.append((obs.step, time.perf_counter() - sent[k]))
+        out.append((obs.step, sent[k], time.perf_counter()))
     return out
 
 
-def summarise(latencies: dict[str, StepLatencies], times: dict[tuple[str, int], tuple[float, float]],
+def summarise(latencies: dict[str, StepLatencies], times: dict[tuple[str, int], tuple[float, ...]],
               skip: int = 0) -> dict[str, Any]:
-    """p50/p99 (ms) of client latency, engine time, server-side handler time and the paired overhead."""
-    client, engine, handler, overhead = [], [], [], []
+    """p50/p99 (ms) of the client latency, the engine time, the server-side handler time and the paired
+    overhead (latency - engine of the same step), plus p50s of where the overhead goes: ``request`` (send
+    to handler start: client encode, transport, server hand-off), ``server_pre`` (command decode, lookup,
+    lock), ``server_post`` (observation encode, metrics), ``response`` (handler end to typed Observation:
+    serialization, transport, client hand-off, parse and decode)."""
+    cols: dict[str, list[float]] = {name: [] for name in ("client", "engine", "handler", "overhead", "request",
+                                                            "server_pre", "server_post", "response")}
     for sid, rows in latencies.items():
-        for step, latency in rows[skip:]:
-            client.append(latency)
-            if (sid, step) in times:
-                e, h = times[(sid, step)]
-                engine.append(e)
-                handler.append(h)
-                overhead.append(latency - e)
-    out: dict[str, Any] = {"steps": len(client), "paired": len(overhead)}
-    for name, values in (("client", client), ("engine", engine), ("handler", handler), ("overhead", overhead)):
+        for step, sent, received in rows[skip:]:
+            cols["client"].append(received - sent)
+            if (sid, step) not in times:
+                continue
+            engine, handler, engine_end, handler_end = times[(sid, step)]
+            handler_start, engine_start = handler_end - handler, engine_end - engine
+            cols["engine"].append(engine)
+            cols["handler"].append(handler)
+            cols["overhead"].append(received - sent - engine)
+            cols["request"].append(handler_start - sent)
+            cols["server_pre"].append(engine_start - handler_start)
+            cols["server_post"].append(handler_end - engine_end)
+            cols["response"].append(received - handler_end)
+    out: dict[str, Any] = {"steps": len(cols["client"]), "paired": len(cols["overhead"])}
+    for name, values in cols.items():
         arr = np.asarray(values, np.float64) * 1e3
         arr = arr[np.isfinite(arr)]
         for q in (50, 99):
@@ -361,8 +373,9 @@ def _print(f: dict[str, Any]) -> None:
     def row(name: str, d: dict[str, Any]) -> str:
         return (f"{name}: client {d['client_ms_p50']:.2f}/{d['client_ms_p99']:.2f} ms, engine "
                 f"{d['engine_ms_p50']:.2f}/{d['engine_ms_p99']:.2f} ms, overhead {d['overhead_ms_p50']:.2f}/"
-                f"{d['overhead_ms_p99']:.2f} ms (p50/p99; server-side {d['server_side_ms_p50']:.2f} ms p50; "
-                f"{d['paired']} steps; load avg {d['load_average']})")
+                f"{d['overhead_ms_p99']:.2f} ms (p50/p99; p50 of request {d['request_ms_p50']:.2f}, server pre "
+                f"{d['server_pre_ms_p50']:.2f} / post {d['server_post_ms_p50']:.2f}, response "
+                f"{d['response_ms_p50']:.2f} ms; {d['paired']} steps; load avg {d['load_average']})")
 
     for rpc, d in f["overhead"].items():
         print(row(f"overhead, 1 session, {rpc}", d))

@@ -28,18 +28,36 @@ def check_writable(option: str, path: Path | None) -> None:
         raise fail(f"{option}: {path} is a directory")
 
 
+SUMMARY_COLUMNS = {  # report key -> short header, so the table fits an 80-column terminal
+    "seed": "seed", "km": "km", "completed": "done", "end_reason": "end", "ego_collisions": "ego hits",
+    "ego_offroad_rate": "offroad", "npc_collisions_per_km": "npc hits/km",
+    "kinematic_infeasibility_rate": "infeasible", "ego_comfort_rate": "comfort", "tiles": "tiles",
+    "tile_ms_p95": "tile p95 ms", "rtf": "rtf"}
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
 def print_summary(report: dict[str, Any]) -> None:
+    """One episode: every metric, one per row. Several: one row per episode, then the totals."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="rollout")
-    columns = ["seed", "km", "completed", "end_reason", "ego_collisions", "ego_offroad_rate",
-               "npc_collisions_per_km", "kinematic_infeasibility_rate", "ego_comfort_rate", "tiles",
-               "tile_ms_p95", "rtf"]
-    for c in columns:
-        table.add_column(c, justify="right")
-    for e in report["episodes"]:
-        table.add_row(*[f"{e[c]:.3f}" if isinstance(e[c], float) else str(e[c]) for c in columns])
+    episodes = report["episodes"]
+    if len(episodes) == 1:
+        table = Table(title="rollout", show_header=False)
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for key, value in episodes[0].items():
+            if not isinstance(value, (list, dict)):
+                table.add_row(key, _cell(value))
+    else:
+        table = Table(title="rollout")
+        for header in SUMMARY_COLUMNS.values():
+            table.add_column(header, justify="right")
+        for e in episodes:
+            table.add_row(*[_cell(e[key]) for key in SUMMARY_COLUMNS])
     Console(stderr=False).print(table)
     s = report["summary"]
     if "completed_rate" in s:

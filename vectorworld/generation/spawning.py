@@ -21,7 +21,7 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import AgentSpawns, TileRequest
-from vectorworld.scene import AgentType, Lane, LaneType
+from vectorworld.scene import AgentType, Lane, LaneGraph, LaneType
 
 MOTION_POINTS = 6
 MOTION_HORIZON_S = 1.0
@@ -48,6 +48,7 @@ class SpawnConfig:
     stopped_prob: float = 0.15
     speed_factor: tuple[float, float] = (0.7, 1.05)
     max_lateral_accel_mps2: float = 3.0
+    comfort_decel_mps2: float = 2.0
     headway_s: float = 1.0
     truck_prob: float = 0.05
     parked_prob: float = 0.35
@@ -148,7 +149,7 @@ def spawn_agents(lanes: tuple[Lane, ...], request: TileRequest, first_tile: bool
             return ok & (np.linalg.norm(local, axis=-1) >= config.first_tile_clear_radius_m)
         return ok & (local[..., 0] >= 0.0)
 
-    candidates = _vehicles(lanes, rng, config, eligible)
+    candidates = _vehicles(lanes, rng, config, eligible, _successor_curvature(lanes, request.graph))
     candidates += _parked(lanes, by_id, rng, config, eligible, clearance)
     candidates += _vulnerable(lanes, rng, config, eligible, clearance)
     return _accept(candidates, request.existing_agents_xy, config)
@@ -160,9 +161,23 @@ def _size(rng: np.random.Generator, config: SpawnConfig, trucks: bool = True) ->
     return float(np.clip(rng.normal(4.75, 0.3), 4.2, 5.4)), float(np.clip(rng.normal(2.0, 0.1), 1.8, 2.2))
 
 
+def _successor_curvature(lanes: tuple[Lane, ...], graph: LaneGraph) -> dict[int, float]:
+    """Largest curvature (1/m) over the successors of each lane (0 if none is known)."""
+    by_id = {lane.id: lane for lane in lanes}
+    out = {}
+    for lane in lanes:
+        nxt = [by_id.get(i) or (graph[i] if i in graph else None) for i in lane.successors]
+        out[lane.id] = max((float(geometry.curvature(n.points).max(initial=0.0)) for n in nxt if n is not None),
+                           default=0.0)
+    return out
+
+
 def _vehicles(lanes: tuple[Lane, ...], rng: np.random.Generator, config: SpawnConfig,
-              eligible: Eligible) -> list[_Candidate]:
-    """Moving (and some stopped) vehicles in lane, queued from each lane's downstream end backwards."""
+              eligible: Eligible, next_kappa: dict[int, float]) -> list[_Candidate]:
+    """Moving (and some stopped) vehicles in lane, queued from each lane's downstream end backwards.
+
+    Speeds respect the lane's limit, its curves, the gap ahead, and the curve after the lane's end
+    (reachable with comfortable braking)."""
     out = []
     for lane in lanes:
         if lane.lane_type == LaneType.CONNECTOR and rng.random() >= config.connector_prob:
@@ -186,8 +201,10 @@ def _vehicles(lanes: tuple[Lane, ...], rng: np.random.Generator, config: SpawnCo
         xy, yaw = _lane_poses(lane, v[:, 0])
         keep = np.cumprod(eligible(xy)).astype(bool)  # stop at the first one outside the area
         radius = 1.0 / np.maximum(_max_curvature(lane, geometry.curvature(lane.points), v[:, 0]), 1e-4)
+        next_curve = np.sqrt(config.max_lateral_accel_mps2 / max(next_kappa.get(lane.id, 0.0), 1e-4))
+        before_next = np.sqrt(next_curve**2 + 2.0 * config.comfort_decel_mps2 * np.maximum(lane.length_m - v[:, 0], 0))
         speed = np.minimum.reduce([lane.speed_limit_mps * v[:, 4], np.sqrt(config.max_lateral_accel_mps2 * radius),
-                                   v[:, 7] / config.headway_s])
+                                   v[:, 7] / config.headway_s, before_next])
         if lane.lane_type != LaneType.CONNECTOR:  # nobody stands still inside a junction
             speed = np.where(v[:, 5] > 0.0, 0.0, speed)
         pos = xy + v[:, 3:4] * np.stack([-np.sin(yaw), np.cos(yaw)], -1)

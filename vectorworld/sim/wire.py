@@ -318,6 +318,8 @@ def agents_to_proto(agents: Agents, slots: Sequence[int], out: Any, include_hist
 
 
 _AGENT_TYPES = np.array(sorted(AgentType._value2member_map_), np.int64)
+_AGENT_ROW = np.dtype([("id", "<i8"), ("agent_type", "<i8"), ("x", "<f8"), ("y", "<f8"), ("yaw", "<f8"),
+                       ("speed", "<f8"), ("length", "<f8"), ("width", "<f8")])
 
 
 def agents_from_proto(msgs: Sequence[world_pb2.Agent], capacity: int | None = None,
@@ -339,17 +341,14 @@ def agents_from_proto(msgs: Sequence[world_pb2.Agent], capacity: int | None = No
             k = int(bad[0])
             raise ConfigError(f"agents[{k}].slot = {slots[k]} is outside the capacity {cap}")
 
-    def column(values: Any, dtype: Any = np.float64) -> np.ndarray:
-        return np.fromiter(values, dtype, n)
-
-    poses = [a.pose for a in msgs]
-    out.id[slots], out.valid[slots] = column((a.id for a in msgs), np.int64), True
-    types = column((a.agent_type for a in msgs), np.int64)
+    rows = np.array([(a.id, a.agent_type, p.x_m, p.y_m, p.yaw_rad, a.speed_mps, a.length_m, a.width_m)
+                     for a in msgs for p in (a.pose,)], _AGENT_ROW)
+    out.id[slots], out.valid[slots] = rows["id"], True
+    types = rows["agent_type"]
     known = _AGENT_TYPES[np.minimum(np.searchsorted(_AGENT_TYPES, types), len(_AGENT_TYPES) - 1)] == types
     out.agent_type[slots] = np.where(known, types, 0)
-    out.xy[slots, 0], out.xy[slots, 1] = column(p.x_m for p in poses), column(p.y_m for p in poses)
-    out.yaw[slots], out.speed[slots] = column(p.yaw_rad for p in poses), column(a.speed_mps for a in msgs)
-    out.length[slots], out.width[slots] = column(a.length_m for a in msgs), column(a.width_m for a in msgs)
+    out.xy[slots, 0], out.xy[slots, 1], out.yaw[slots] = rows["x"], rows["y"], rows["yaw"]
+    out.speed[slots], out.length[slots], out.width[slots] = rows["speed"], rows["length"], rows["width"]
     if history_steps:
         history, valid, ok = _histories_from_wire(msgs, history_steps)
         out.history[slots[ok]], out.history_valid[slots[ok]] = history[ok], valid[ok]
@@ -368,8 +367,10 @@ def _histories_from_wire(msgs: Sequence[world_pb2.Agent], steps: int
     False where those tags and lengths are not all in place (the caller decodes those field by field)."""
     dtype, template = _history_layout(steps)
     size = dtype.itemsize
-    blobs = [a.SerializeToString() for a in msgs]
-    rec = np.frombuffer(b"".join(b[-size:] if len(b) >= size else bytes(size) for b in blobs), dtype)
+    tails = [a.SerializeToString()[-size:] for a in msgs]
+    if any(len(tail) < size for tail in tails):
+        tails = [tail.rjust(size, b"\0") for tail in tails]
+    rec = np.frombuffer(b"".join(tails), dtype)
     ok = (rec["history_valid"] <= 1).all(-1)
     for name in dtype.names:
         if name.endswith("_tag"):
