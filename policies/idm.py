@@ -97,11 +97,13 @@ class IdmCore:
         self._paths: dict[tuple[int, ...], PathProfile] = {}
         self._memo_agents: Agents | None = None
         self._memo: dict[tuple[int, tuple[int, ...]], tuple[float, float]] = {}
+        self._waited_s: dict[int, float] = {}
 
     def reset(self) -> None:
         self.conflicts = ConflictMap()
         self._paths.clear()
         self._memo_agents, self._memo = None, {}
+        self._waited_s = {}
 
     def path(self, inp: PolicyInput, agent_id: int) -> RoutePath | None:
         profile = self.profile(inp, agent_id)
@@ -150,7 +152,9 @@ class IdmCore:
                                                 self._committed(float(a.speed[slots[row]]), dist)))
                 entry_s[agent_id] = profile.connector_s
         requests += self._other_requests(inp, slots)
-        granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests)
+        granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests,
+                                   self._waited_s)
+        self._update_waits(inp, requests, granted)
         for row, slot in enumerate(slots):
             agent_id = int(a.id[slot])
             if agent_id in entry_s and agent_id not in granted:
@@ -220,6 +224,14 @@ class IdmCore:
                 out.append(JunctionRequest(int(a.id[others[k]]), profile.connector, dist,
                                            self._committed(float(a.speed[others[k]]), dist)))
         return out
+
+    def _update_waits(self, inp: PolicyInput, requests: list[JunctionRequest], granted: set[int]) -> None:
+        """Time each agent has been held (standing, not granted) at its junction entry. Every core sees
+        every request each step, so the ego planner's and the NPC policy's clocks agree."""
+        a = inp.agents
+        standing = set(a.id[a.valid & (a.speed < 0.5)].tolist())
+        self._waited_s = {r.agent_id: self._waited_s.get(r.agent_id, 0.0) + inp.dt_s for r in requests
+                          if r.agent_id not in granted and r.agent_id in standing}
 
     def _committed(self, speed: float, distance_m: float) -> bool:
         """Whether an agent at ``speed`` can no longer stop within ``distance_m`` at the hard braking limit."""

@@ -7,7 +7,7 @@ requests are served closest-first, so every approaching agent eventually goes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,6 +64,10 @@ class ConflictMap:
         self._cache = {k: v for k, v in self._cache.items() if k[0] not in gone and k[1] not in gone}
 
 
+PATIENCE_S = 5.0
+"""After waiting this long at a junction entry, an agent goes before newcomers."""
+
+
 @dataclass(frozen=True)
 class JunctionRequest:
     """Agent ``agent_id`` will enter ``connector`` after ``distance_m`` along its route."""
@@ -76,17 +80,28 @@ class JunctionRequest:
 
 
 def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[int, int],
-                     requests: Sequence[JunctionRequest]) -> set[int]:
+                     requests: Sequence[JunctionRequest], waited_s: Mapping[int, float] | None = None,
+                     patience_s: float = PATIENCE_S) -> set[int]:
     """Agent ids allowed to enter their next connector.
 
-    occupied: connector lane id -> number of agents currently on it.
+    occupied: connector lane id -> number of agents currently on it. waited_s: how long each agent has
+    been held at its entry. Committed agents go first, then those who waited ``patience_s`` or more
+    (longest first), then the others by distance. A patient agent that still cannot go reserves its
+    connector, so that a stream of newcomers on a conflicting connector cannot starve it.
     """
+    waited = waited_s or {}
     granted: set[int] = set()
     taken = [c for c, n in occupied.items() if n > 0]
-    # Committed agents first (they enter anyway; everyone else must yield to them), then by distance.
-    for req in sorted(requests, key=lambda r: (not r.committed, r.distance_m, r.agent_id)):
+
+    def priority(r: JunctionRequest) -> tuple:
+        wait = waited.get(r.agent_id, 0.0)
+        return (not r.committed, wait < patience_s, -wait if wait >= patience_s else 0.0, r.distance_m, r.agent_id)
+
+    for req in sorted(requests, key=priority):
         if req.committed or not any(conflicts.conflict(graph, req.connector, c) for c in taken):
             granted.add(req.agent_id)
+            taken.append(req.connector)
+        elif waited.get(req.agent_id, 0.0) >= patience_s:
             taken.append(req.connector)
     return granted
 

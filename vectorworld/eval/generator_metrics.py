@@ -107,13 +107,10 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
         for _ in range(4 * tiles_per_world):
             if len(records) >= tiles_per_world - 1:
                 break
-            open_ends = sorted(i for i, lane in world.graph.lanes.items() if not lane.successors)
-            if not open_ends:
+            grown = world.grow_at_random_end(rng)
+            if grown is None:
                 break
-            lane = world.graph[open_ends[int(rng.integers(len(open_ends)))]]
-            xy, yaw = lane.end_pose
-            heading = np.array([np.cos(yaw), np.sin(yaw)])
-            for made in world.ensure_coverage(xy - 10.0 * heading, yaw, lane.id, np.zeros((0, 2))):
+            for made in grown:
                 diag = getattr(generator, "last_diagnostics", None)
                 raw = None if diag is None or made.content.used_fallback else diag.raw_gaps_m
                 records.append(TileRecord(TileFrame(made.tile.center_xy, made.tile.yaw), made.tile.lane_ids,

@@ -32,6 +32,7 @@ from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
 from vectorworld.world import StreamingWorld, WorldConfig
 from vectorworld.world.routes import RouteBook, build_path
+from vectorworld.world.streaming import STRAIGHT_FALLBACK
 
 STUCK_TIMEOUT_S = 20.0
 EGO_LENGTH_M = 4.8
@@ -288,7 +289,8 @@ class Session:
                                          route[-1] if route else None, self.agents.xy[self.agents.valid])
         self._tile_ms_step = sum(g.tile.latency_ms for g in new)
         for generated in new:
-            self.metrics.tile_ms.append(generated.tile.latency_ms)
+            if generated.tile.generator != STRAIGHT_FALLBACK:  # not generated: no latency to report
+                self.metrics.tile_ms.append(generated.tile.latency_ms)
             self._pending_tiles.append(generated.tile)
             self._pending_lanes.extend(self.world.graph[lane.id] for lane in generated.content.lanes)
             self._spawn(generated.content.agents)

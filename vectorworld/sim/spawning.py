@@ -8,7 +8,7 @@ import numpy as np
 
 from vectorworld import DT_S, geometry
 from vectorworld.generation.base import AgentSpawns
-from vectorworld.scene import Agents, AgentType, Lane
+from vectorworld.scene import Agents, Lane
 
 EGO_CLEARANCE_M = 30.0
 """Agents are never spawned closer than this to the ego (no collision caused by spawning)."""
@@ -96,15 +96,15 @@ followers would have to stop behind it. Cars parked at the curb of their own lan
 
 
 def parked_in_the_way(agents: Agents, routed: set[int], lanes: list[Lane]) -> np.ndarray:
-    """(C,) parked cars (standing, off every route) that a newly added lane runs into.
+    """(C,) parked cars and standing pedestrians (off every route) that a newly added lane runs into.
 
-    A parked car is placed clear of the lanes known when it spawns; a later tile may lay a junction
-    connector across the curb it stands at. The new road wins: such cars are removed.
+    They are placed clear of the lanes known when they spawn; a later tile may lay a junction connector
+    across the curb or sidewalk they stand on. The new road wins: they are removed.
     """
     out = np.zeros(agents.capacity, bool)
     if not lanes:
         return out
-    parked = agents.valid & (agents.speed < 0.1) & (agents.agent_type == AgentType.VEHICLE)
+    parked = agents.valid & (agents.speed < 0.1)  # parked cars and standing pedestrians
     parked &= np.array([int(i) not in routed for i in agents.id])
     slots = np.nonzero(parked)[0]
     if len(slots) == 0:

@@ -91,13 +91,9 @@ def grow_world(generator_name: str, tiles: int, rng: np.random.Generator
     for _ in range(4 * tiles):
         if len(frames) >= tiles - 1:
             break
-        open_ends = sorted(i for i, lane in world.graph.lanes.items() if not lane.successors)
-        if not open_ends:
+        made = world.grow_at_random_end(rng)
+        if made is None:
             break
-        lane = world.graph[open_ends[int(rng.integers(len(open_ends)))]]
-        xy, yaw = lane.end_pose
-        heading = np.array([np.cos(yaw), np.sin(yaw)])
-        made = world.ensure_coverage(xy - 10.0 * heading, yaw, lane.id, np.zeros((0, 2)))
         for generated in made:
             frames.append(TileFrame(generated.tile.center_xy, generated.tile.yaw))
             spawns.append(generated.content.agents)

@@ -105,8 +105,20 @@ class StreamingWorld:
             port = self._next_port(ego_xy, ego_yaw, route_end_lane)
             if port is None:
                 break
-            new.append(self._generate_at(port, agents_xy))
+            new.extend(self._generate_at(port, agents_xy))
         return new
+
+    def grow_at_random_end(self, rng: np.random.Generator) -> list[GeneratedTile] | None:
+        """Generate at a random open lane end, as if an agent drove 10 m before it (corpora and
+        evaluation grow whole worlds this way). Straight fallback lanes are not tiles of the generator
+        and are left out. None when the world has no open end left."""
+        open_ends = sorted(i for i, lane in self.graph.lanes.items() if not lane.successors)
+        if not open_ends:
+            return None
+        lane = self.graph[open_ends[int(rng.integers(len(open_ends)))]]
+        xy, yaw = lane.end_pose
+        made = self.ensure_coverage(xy - 10.0 * np.array([np.cos(yaw), np.sin(yaw)]), yaw, lane.id, np.zeros((0, 2)))
+        return [g for g in made if g.tile.generator != STRAIGHT_FALLBACK]
 
     def retire(self, ego_xy: np.ndarray) -> list[int]:
         """Drop tiles (and their lanes) farther than ``retention_m``; return the removed lane ids."""
@@ -153,7 +165,8 @@ class StreamingWorld:
             return None
         return min(ahead, key=lambda p: (float(np.linalg.norm(p.xy - ego_xy)), p.lane_id))
 
-    def _generate_at(self, port: Port, agents_xy: np.ndarray) -> GeneratedTile:
+    def _generate_at(self, port: Port, agents_xy: np.ndarray) -> list[GeneratedTile]:
+        """The generated tile, followed by any straight continuation of a port it failed again."""
         frame = TileFrame(port.xy.copy(), port.yaw)
         radius = TILE_SIZE_M / np.sqrt(2.0) + self.config.port_margin_m
         ports = tuple(p for p in self.open_ports(port.xy, radius)
@@ -166,7 +179,7 @@ class StreamingWorld:
         t0 = time.perf_counter()
         content = self.generator.generate(request)
         latency_ms = (time.perf_counter() - t0) * 1e3
-        generated = self._commit(frame, content, latency_ms)
+        generated = [self._commit(frame, content, latency_ms)]
         # A port the generator could not continue would be asked for again forever: remember it. Ports
         # on the tile border that head outward are left open on purpose (the next tile continues them).
         for p in ports:
@@ -177,12 +190,12 @@ class StreamingWorld:
             if still_open and (p.lane_id == port.lane_id or inside):
                 self._attempts[p.lane_id] = self._attempts.get(p.lane_id, 0) + 1
                 if self._attempts[p.lane_id] == self.config.attempts_per_port and p.is_out:
-                    self._extend_straight(p)
+                    generated.append(self._extend_straight(p))
                 elif self._attempts[p.lane_id] > self.config.attempts_per_port:
                     self._exhausted_ports.add(p.lane_id)
         return generated
 
-    def _extend_straight(self, port: Port) -> None:
+    def _extend_straight(self, port: Port) -> GeneratedTile:
         """Last resort for an out port the generator could not continue: a straight lane of
         ``straight_fallback_m`` along the port heading (it may overlap other roads), so the world never
         runs out of road; generation resumes from its end."""
@@ -192,7 +205,7 @@ class StreamingWorld:
         lane = Lane(self.lane_ids(), points, width_m=port.width_m, speed_limit_mps=port.speed_limit_mps)
         content = TileContent(lanes=(lane,), links=((port.lane_id, lane.id),), agents=AgentSpawns.none(),
                               used_fallback=True)
-        self._commit(TileFrame((port.xy + points[-1]) / 2.0, port.yaw), content, 0.0, "straight-fallback")
+        return self._commit(TileFrame((port.xy + points[-1]) / 2.0, port.yaw), content, 0.0, STRAIGHT_FALLBACK)
 
     def _commit(self, frame: TileFrame, content: TileContent, latency_ms: float,
                 generator_name: str | None = None) -> GeneratedTile:
@@ -212,7 +225,7 @@ class StreamingWorld:
         self.tiles[tile_id] = tile
         return GeneratedTile(tile, content)
 
-    def _mark_crossings(self, new_ids: Sequence[int], max_length_m: float = 60.0) -> None:
+    def _mark_crossings(self, new_ids: Sequence[int], max_length_m: float = 120.0) -> None:
         """Mark as CONNECTOR every lane (new, or existing near the new ones) whose centreline crosses a
         lane it is not connected to, or that merges with another lane into one. Real maps do not label
         junction lanes, and a generated connector can cut through a through-lane: either way, junction
@@ -227,13 +240,14 @@ class StreamingWorld:
         ids = sorted(set(self.graph.near(centre, reach + 10.0)) | new_set)
         lines = [shapely.LineString(self.graph[i].points) for i in ids]
         tree = shapely.STRtree(lines)
-        left, right = tree.query(lines, predicate="crosses")
-        for a, b in zip(left, right, strict=True):
+        crossing = set(zip(*tree.query(lines, predicate="crosses"), strict=True))
+        # Lanes that pass closer than a lane width at an angle (a turn sweeping past a through-lane).
+        close = set(zip(*tree.query(lines, predicate="dwithin", distance=CLOSE_PASS_M), strict=True)) - crossing
+        for a, b in sorted(crossing | close):
             la, lb = self.graph[ids[a]], self.graph[ids[b]]
-            if a == b or not ({la.id, lb.id} & new_set):
+            if a == b or not ({la.id, lb.id} & new_set) or _related(la, lb):
                 continue
-            related = set(la.successors + la.predecessors + la.left_neighbors + la.right_neighbors)
-            if lb.id in related:
+            if (a, b) in close and not _at_an_angle(la, lb, lines[a], lines[b]):
                 continue
             for lane in (la, lb):
                 if lane.lane_type != LaneType.CONNECTOR and lane.length_m <= max_length_m:
@@ -263,3 +277,26 @@ class StreamingWorld:
             d = geometry.point_segment_distance(xy[None], lane.points[:-1], lane.points[1:]).min()
             best = min(best, float(d))
         return best
+
+
+STRAIGHT_FALLBACK = "straight-fallback"
+"""Generator name of the straight lanes that continue a port no generator could continue."""
+CLOSE_PASS_M = 2.5
+"""Centrelines closer than this (less than a lane width) that are not connected pass through one junction."""
+
+
+def _related(la: Lane, lb: Lane) -> bool:
+    """Connected, neighbours, or splitting from / merging into one lane."""
+    direct = set(la.successors + la.predecessors + la.left_neighbors + la.right_neighbors)
+    return (lb.id in direct or bool(set(la.successors) & set(lb.successors))
+            or bool(set(la.predecessors) & set(lb.predecessors)))
+
+
+def _at_an_angle(la: Lane, lb: Lane, line_a, line_b, min_rad: float = 0.5) -> bool:  # noqa: ANN001 - shapely
+    """Whether the lanes' headings differ by more than ``min_rad`` where they come closest."""
+    import shapely
+
+    pa, pb = np.asarray(shapely.shortest_line(line_a, line_b).coords)
+    _, _, yaw_a = geometry.project_to_polyline(pa[None], la.points)
+    _, _, yaw_b = geometry.project_to_polyline(pb[None], lb.points)
+    return abs(float(geometry.wrap_angle(yaw_a[0] - yaw_b[0]))) > min_rad
