@@ -11,6 +11,7 @@ serialised. A second call on a busy session waits up to ``lock_timeout_s`` then 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -23,6 +24,8 @@ from vectorworld.sim.commands import EgoCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session, SessionConfig
 from vectorworld.sim.wire import LaneEncodeMemo
+
+log = logging.getLogger(__name__)
 
 
 class SessionNotFoundError(VectorWorldError, KeyError):
@@ -204,11 +207,17 @@ class SessionManager:
             self.on_reaped(reaped)
         return reaped
 
-    def start_reaper(self, interval_s: float) -> None:
-        """Reap every ``interval_s`` seconds in a daemon thread until :meth:`shutdown`."""
+    def start_reaper(self, interval_s: float, on_tick: Callable[[], None] | None = None) -> None:
+        """Reap every ``interval_s`` seconds in a daemon thread until :meth:`shutdown`; ``on_tick`` runs
+        after each round (housekeeping; its exceptions are logged, never stop the reaper)."""
         def loop() -> None:
             while not self._stop_reaper.wait(interval_s):
                 self.reap()
+                if on_tick is not None:
+                    try:
+                        on_tick()
+                    except Exception:  # noqa: BLE001 - housekeeping must not end reaping
+                        log.exception("reaper housekeeping failed")
 
         self._reaper = threading.Thread(target=loop, name="vectorworld-reaper", daemon=True)
         self._reaper.start()

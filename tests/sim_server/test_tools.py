@@ -27,9 +27,16 @@ def test_example_planner_client_completes_a_short_drive(capsys) -> None:  # noqa
 def test_load_test_runs_small(tmp_path: Path) -> None:
     tool = _tool("load_test")
     out = tmp_path / "load.json"
-    assert tool.main(["--sessions", "2", "--steps", "5", "--churn", "8", "--baseline-steps", "5",
+    assert tool.main(["--sessions", "2", "--steps", "5", "--churn", "8", "--overhead-steps", "6",
                       "--generator", "test-straight", "--out", str(out)]) == 0
     import json
 
     figures = json.loads(out.read_text())
-    assert figures["load"]["steps"] == 10 and figures["churn"]["sessions"] == 8
+    assert figures["load"]["steps"] == 10 and figures["load"]["errors"] == []
+    assert figures["load"]["live_sessions_after"] == 0 and figures["churn"]["live_sessions_after"] == 0
+    assert figures["churn"]["sessions"] == 8
+    for rpc in ("stream", "unary"):  # every measured step paired with the server's engine time of that step
+        run = figures["overhead"][rpc]
+        assert run["steps"] == 3 and run["paired"] == 3
+        assert 0 < run["engine_ms_p50"] < run["client_ms_p50"]
+        assert run["handler_ms_p50"] >= run["engine_ms_p50"]

@@ -196,11 +196,12 @@ def test_lane_decode_cache_reuses_unchanged_lanes_only() -> None:
     first = cache.decode(msg.lanes)
     again = cache.decode(msg.lanes)
     assert again is first or all(x is y for x, y in zip(again, first, strict=True))
-    msg.lanes[1].successors.append(7)
+    msg.lanes[1].successors.append(7)  # same number of lanes, one edited
+    second = cache.decode(msg.lanes)
+    assert second[0] is first[0] and second[1] is not first[1] and second[1].successors == (7,)
     wire.lane_to_proto(make_lane(3), msg.lanes.add())
     third = cache.decode(msg.lanes)
-    assert third[0] is first[0] and third[1] is not first[1]
-    assert third[1].successors == (7,) and third[2].id == 3
+    assert third[0] is first[0] and third[1] is second[1] and third[2].id == 3
     np.testing.assert_array_equal(third[2].points, make_lane(3).points)
     plain = wire.observation_from_proto(msg)
     cached = wire.observation_from_proto(msg, wire.LaneDecodeCache())
