@@ -25,7 +25,8 @@ MAX_LAT_ACCEL_MPS2 = 6.0
 SAMPLE_M = 2.0
 MOVING_MARGIN_M = 0.6
 STANDING_MARGIN_M = 0.2
-STANDING_MPS = 0.5
+STANDING_MPS = 0.1
+CONVERGING_RAD = 0.2
 
 
 @dataclass(frozen=True)
@@ -286,8 +287,11 @@ class IdmCore:
         margin = np.where(a.speed[o] < STANDING_MPS, STANDING_MARGIN_M, MOVING_MARGIN_M)
         half = a.width[slots[pn]] / 2.0 + across + margin
         s_other = ahead_s[pn, k_best] + t_best * SAMPLE_M
-        # Inside the corridor, ahead of the agent, and not past the corridor's end.
-        mask = (d_best < half) & (s_other > s_now[pn]) & ~((k_best == seg.shape[1] - 1) & (t_best >= 1.0))
+        # Inside the corridor and not past its end; ahead of the agent, or beside it on a converging course
+        # (its box reaches past our centre: moving on would drive into its side).
+        ahead_of_us = s_other > s_now[pn]
+        converging = (s_other + a.length[o] / 2.0 > s_now[pn]) & (np.abs(geometry.wrap_angle(dyaw)) > CONVERGING_RAD)
+        mask = (d_best < half) & (ahead_of_us | converging) & ~((k_best == seg.shape[1] - 1) & (t_best >= 1.0))
         bumper = np.full((n, len(others)), np.inf)
         bumper[pn, pm] = np.where(mask, s_other - s_now[pn] - (a.length[slots[pn]] + a.length[o]) / 2.0, np.inf)
         k_full = np.zeros((n, len(others)), np.int64)
