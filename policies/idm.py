@@ -22,6 +22,7 @@ from vectorworld.world.routes import RoutePath, build_path
 LOOKAHEAD_M = 70.0
 MAX_YAW_RATE_RPS = 1.2
 MAX_LAT_ACCEL_MPS2 = 6.0
+MAX_CURVATURE_PER_M = 0.25  # a 4 m turning radius
 SAMPLE_M = 2.0
 MOVING_MARGIN_M = 0.6
 STANDING_MARGIN_M = 0.2
@@ -312,8 +313,8 @@ def advance_on_paths(plan: IdmPlan, agents: Agents, dt_s: float) -> tuple[np.nda
     speed (N,).
 
     Each agent moves exactly ds = v_next * dt (semi-implicit Euler: the engine reads the new speed back
-    as ds / dt) towards a target on its path, turning at most at the yaw-rate and lateral-acceleration
-    limits. An agent off the centreline converges to it smoothly (about 1.5 m of offset removed per 10 m
+    as ds / dt) towards a target on its path, turning at most at the yaw-rate, lateral-acceleration and
+    turning-radius limits. An agent off the centreline converges to it smoothly (about 1.5 m of offset removed per 10 m
     travelled), never by a sideways jump. Agents without a path brake straight ahead.
     """
     slots = plan.slots
@@ -332,7 +333,9 @@ def advance_on_paths(plan: IdmPlan, agents: Agents, dt_s: float) -> tuple[np.nda
         target = pts[:, 1] + lat_next[:, None] * np.stack([-np.sin(path_yaw), np.cos(path_yaw)], -1)
         step = target - xy[rows]
         target_yaw = np.where(np.linalg.norm(step, axis=-1) > 1e-6, np.arctan2(step[:, 1], step[:, 0]), path_yaw)
-        max_turn = np.minimum(MAX_YAW_RATE_RPS, MAX_LAT_ACCEL_MPS2 / np.maximum(v_next[rows], 1e-3)) * dt_s
+        max_turn = np.minimum.reduce([np.full(len(rows), MAX_YAW_RATE_RPS * dt_s),
+                                      MAX_LAT_ACCEL_MPS2 / np.maximum(v_next[rows], 1e-3) * dt_s,
+                                      MAX_CURVATURE_PER_M * ds[rows]])  # no turning on the spot
         wanted = np.clip(geometry.wrap_angle(target_yaw - yaw[rows]), -max_turn, max_turn)
         turn[rows] = np.where(np.linalg.norm(tangent, axis=-1) > 1e-6, wanted, 0.0)
     turn = np.where(ds > 1e-6, turn, 0.0)
