@@ -1,8 +1,10 @@
 """Right of way at intersections: which agents may enter which connector lanes this step.
 
 Two connectors conflict when their centrelines cross, pass within 3 m, or merge into the same lane. An agent about
-to enter a connector is granted it only if no agent occupies or has been granted a conflicting one;
-requests are served closest-first, so every approaching agent eventually goes.
+to enter a connector is granted it only if no agent occupies or has been granted a conflicting one.
+Requests are served in order: agents too close to stop (they enter anyway), then agents that waited
+``PATIENCE_S`` (they reserve their connector even when they cannot go yet, so newcomers cannot starve
+them), then the closest.
 """
 
 from __future__ import annotations
