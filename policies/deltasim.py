@@ -14,9 +14,10 @@ Per step, for all controlled agents at once:
 5. sample a primitive (Gumbel-max with the caller's rng, temperature ``temperature``; 0 = greedy), add
    its residual; with shaping on, the final motion is clamped inside the shaping limits.
 
-Steps 3 and 4 are switchable for ablations. The network runs through its folded inference copy
-(:mod:`policies.deltasim_infer`), with at most ``DeltaSimConfig.threads`` torch threads; the time of each
-stage of the last step is kept in ``DeltaSimPolicy.last_timing`` (ms).
+Steps 3 and 4 are switchable for ablations. Steps 2-3 and the candidate set run as one graph
+(:mod:`policies.deltasim_scoring`, around the folded network of :mod:`policies.deltasim_infer`), traced
+with TorchScript on the first step; everything runs with at most ``DeltaSimConfig.threads`` torch threads.
+The time of each stage of the last step is kept in ``DeltaSimPolicy.last_timing`` (ms, see STAGES).
 """
 
 from __future__ import annotations
@@ -35,18 +36,24 @@ from policies.collision_shaping import CollisionShapingConfig, collision_penalty
 from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint
 from policies.deltasim_infer import DeltaSimInference
 from policies.deltasim_net import DeltaSimNet, observation_tensors
-from policies.feasibility import METRIC_LIMITS, kinematic_cost, project_feasible
+from policies.deltasim_scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
+from policies.feasibility import project_feasible
 from policies.npc_observation import Observation, ObservationBuilder
 from vectorworld.errors import ConfigError
 
-HARD_PENALTY = 1.0e4
-"""Logit penalty of primitives that break the metric's limits (on top of the soft shaping cost)."""
+_Scorer = DeltaSimScorer | torch.jit.ScriptModule
+"""The eager scorer or its frozen trace (same call signature)."""
 
 
 @dataclass(frozen=True)
 class DeltaSimConfig:
     """Inference options. ``checkpoint``: stem of the .safetensors/.json pair (default: shipped).
-    ``threads``: most torch intra-op threads used while acting (the caller's setting is restored)."""
+    ``threads``: most torch intra-op threads used while acting (the caller's setting is restored; at most 2).
+    One is the default: the ops are small, and on a shared machine a second OpenMP thread that is
+    descheduled stalls every parallel op (measured 5.5 ms vs 450 ms per step for 32 agents at load 6 on 2
+    cores).
+    ``trace``: run the scoring graph (network, shaping, candidates) as a frozen TorchScript trace (the same
+    ops, less Python overhead)."""
 
     checkpoint: str | None = None
     kinematic_shaping: bool = True
@@ -56,17 +63,20 @@ class DeltaSimConfig:
     candidates: int = 48
     use_residual: bool = True
     collision: CollisionShapingConfig = CollisionShapingConfig()
-    threads: int = 2
+    threads: int = 1
+    trace: bool = True
 
     def __post_init__(self) -> None:
-        if self.temperature < 0 or self.candidates < 1 or self.shaping_weight < 0 or self.threads < 1:
-            raise ConfigError("deltasim: temperature and shaping_weight must be >= 0, candidates and threads >= 1")
+        if self.temperature < 0 or self.candidates < 1 or self.shaping_weight < 0:
+            raise ConfigError("deltasim: temperature and shaping_weight must be >= 0, candidates >= 1")
+        if not 1 <= self.threads <= 2:
+            raise ConfigError(f"deltasim: threads must be 1 or 2, got {self.threads}")
 
 
 @dataclass(frozen=True)
 class DeltaSimStep:
     """Diagnostics of the last step: slots (S,), chosen primitive (S,), motion (S, 3), and the kinematic
-    cost (metric limits) of the chosen primitive (S,)."""
+    cost (shaping limits) of the chosen primitive (S,)."""
 
     slots: np.ndarray
     tokens: np.ndarray
@@ -74,10 +84,10 @@ class DeltaSimStep:
     chosen_cost: np.ndarray
 
 
-STAGES = ("observation", "network", "kinematic", "candidates", "collision", "sampling")
-"""Stages timed in :attr:`DeltaSimPolicy.last_timing`: observation building (numpy), tensor conversion and
-the network forward, kinematic cost and logit shaping, top-k candidates, the collision penalty, and
-sampling + detokenising (residual of the picked primitive, projection)."""
+STAGES = ("observation", "scoring", "collision", "sampling")
+"""Stages timed in :attr:`DeltaSimPolicy.last_timing` (ms): observation building (numpy); scoring (tensor
+conversion, network, kinematic cost and shaping, top-k candidates; one traced graph); the collision
+penalty; sampling + detokenising (residual of the picked primitive, projection)."""
 
 
 @contextmanager
@@ -111,8 +121,8 @@ class DeltaSimPolicy(Policy):
         self._builder: ObservationBuilder | None = None
         self._paths: torch.Tensor | None = None
         self._prims: torch.Tensor | None = None
-        self._fast: DeltaSimInference | None = None
-        self._fast_version = -1
+        self._scoring: tuple[DeltaSimInference, _Scorer] | None = None
+        self._scoring_version = -1
         self.last_step: DeltaSimStep | None = None
         self.last_timing: dict[str, float] = {}
 
@@ -133,16 +143,20 @@ class DeltaSimPolicy(Policy):
                 primitive_paths(prims, self.config.collision, ckpt.vocabulary.dt_s).astype(np.float32))
         return self._builder, self._prims, self._paths
 
-    @property
-    def inference_net(self) -> DeltaSimInference:
-        """The folded copy of the checkpoint's network (rebuilt if the network's weights changed)."""
+    def _scorer(self, inputs: dict[str, torch.Tensor]) -> tuple[DeltaSimInference, _Scorer]:
+        """The folded network and the scorer around it (rebuilt whenever the checkpoint's weights changed;
+        with ``config.trace`` the scorer is a frozen TorchScript trace recorded on ``inputs``)."""
         net = self.checkpoint.net
         version = _weights_version(net)
-        if self._fast is None or version != self._fast_version:
-            with torch.no_grad():
-                self._fast = DeltaSimInference(net)
-            self._fast_version = version
-        return self._fast
+        if self._scoring is None or version != self._scoring_version:
+            _, prims, paths = self._setup()
+            cfg = self.config
+            fast = DeltaSimInference(net)
+            scorer = DeltaSimScorer(fast, prims, self.checkpoint.vocabulary.dt_s, cfg.kinematic_shaping,
+                                    cfg.shaping_weight, cfg.candidates, paths, cfg.collision.times_s)
+            self._scoring = (fast, trace_scorer(scorer, inputs) if cfg.trace else scorer)
+            self._scoring_version = version
+        return self._scoring
 
     def reset(self) -> None:
         self.last_step = None
@@ -168,37 +182,21 @@ class DeltaSimPolicy(Policy):
 
     def _decide(self, obs: Observation, inp: PolicyInput, rng: np.random.Generator
                 ) -> tuple[np.ndarray, np.ndarray]:
-        _, prims, paths = self._setup()
-        cfg, ckpt, net = self.config, self.checkpoint, self.inference_net
+        cfg, ckpt = self.config, self.checkpoint
         timing = self.last_timing
         t = time.perf_counter()
-        h = net.encode(**observation_tensors(obs))
-        logits = net.logits(h)
-        t = _lap(timing, "network", t)
         speed_np = inp.agents.speed[obs.slots]
         type_np = inp.agents.agent_type[obs.slots]
-        speed = torch.from_numpy(speed_np.astype(np.float32))[:, None]
-        agent_type = torch.from_numpy(type_np.astype(np.int64))[:, None]
-        cost = kinematic_cost(prims[None], speed, agent_type, ckpt.vocabulary.dt_s)
-        shaped = logits
-        if cfg.kinematic_shaping:
-            # Soft, differentiable push-down inside the margins, plus a hard floor for anything the metric
-            # would call infeasible (so no logit scale can sample one while a feasible primitive exists).
-            hard = kinematic_cost(prims[None], speed, agent_type, ckpt.vocabulary.dt_s, METRIC_LIMITS) > 0
-            shaped = logits - cfg.shaping_weight * cost - HARD_PENALTY * hard
-        t = _lap(timing, "kinematic", t)
-        k = min(cfg.candidates, prims.shape[0])
-        cand = torch.topk(shaped, k, dim=1).indices
-        # Always offer the hardest feasible braking step as a candidate (the escape option).
-        brake = torch.argmin(cost * 100.0 + prims[None, :, 0], dim=1, keepdim=True)
-        cand = torch.cat([cand, brake], 1)
-        cand_logits = torch.gather(shaped, 1, cand)
-        t = _lap(timing, "candidates", t)
+        inputs = observation_tensors(obs)
+        inputs["speed"] = torch.from_numpy(speed_np.astype(np.float32))
+        inputs["agent_type"] = torch.from_numpy(type_np.astype(np.int64))
+        net, scorer = self._scorer(inputs)
+        h, cand, cand_logits, cost, cand_paths, reachable = scorer(*(inputs[name] for name in SCORER_INPUTS))
+        t = _lap(timing, "scoring", t)
         if cfg.collision_avoidance:
-            static = torch.from_numpy(obs.static)
+            static = inputs["static"]
             cand_logits = cand_logits - collision_penalty(
-                paths[cand], static[:, 0], static[:, 1], torch.from_numpy(obs.neighbors),
-                torch.from_numpy(obs.neighbor_mask), cfg.collision)
+                cand_paths, static[:, 0], static[:, 1], inputs["neighbors"], reachable, cfg.collision)
         t = _lap(timing, "collision", t)
         scores = cand_logits.double().numpy()
         if cfg.temperature > 0:

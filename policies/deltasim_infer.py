@@ -8,9 +8,12 @@ Computes the same function as the training network up to float32 rounding, with 
   (W g) n + (W b + c)``), and the attention scale 1/sqrt(d_head) into the query rows;
 * attention is computed by hand with an additive -inf bias for masked keys (two small batched matmuls;
   faster than ``scaled_dot_product_attention`` at these sizes on a CPU);
-* the last block computes queries, attention and MLP for the agent token only (keys and values for all);
+* the last block computes the agent token only, without projecting keys and values of the other tokens
+  (:meth:`_FoldedBlock.forward_first`);
 * the residual head is evaluated only for the primitive each agent picked (:meth:`residual`), not for the
   whole vocabulary.
+
+The policy runs it inside :class:`policies.deltasim_scoring.DeltaSimScorer`, traced with TorchScript.
 
 Padded (masked) neighbour and lane tokens are computed like valid ones: masked keys get zero attention
 weight, and only the agent token's output is read, so they never change the result.
@@ -19,145 +22,168 @@ weight, and only the agent token's output is read, so they never change the resu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from policies.deltasim_net import _LANE_POINT_SCALE, Block, DeltaSimNet
+from policies.deltasim_net import LANE_POINT_SCALE, Block, DeltaSimNet
+
+INPUTS = ("history", "static", "neighbors", "neighbor_mask", "lane_points", "lane_features", "lane_mask",
+          "route_ahead")
+"""Names of the network inputs, in the order of :meth:`DeltaSimInference.forward` (see
+:func:`policies.deltasim_net.observation_tensors`)."""
 
 
 def _fold_norm(norm: nn.LayerNorm, linear: nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
     """Weight (out, in) and bias (out,) of ``linear(norm_affine(n))`` as one linear map of the plain
-    normalised input ``n``."""
+    normalised input ``n`` (folded in float64, stored in float32)."""
     w = linear.weight.detach().double()
     g, b = norm.weight.detach().double(), norm.bias.detach().double()
-    return (w * g).float().contiguous(), (w @ b + linear.bias.detach().double()).float().contiguous()
+    return (w * g).float(), (w @ b + linear.bias.detach().double()).float()
 
 
-@dataclass(frozen=True)
-class _FoldedBlock:
-    """One transformer block with folded weights. ``qkv_w`` (3d, d) with the query rows pre-scaled."""
+class _FoldedMLP(nn.Module):
+    """``mlp(x * in_scale) + out_shift`` of a Linear-GELU-Linear ``mlp``, with ``in_scale`` (in,) folded
+    into the first weight and ``out_shift`` (out,) into the last bias."""
 
-    qkv_w: torch.Tensor
-    qkv_b: torch.Tensor
-    proj_w: torch.Tensor
-    proj_b: torch.Tensor
-    fc1_w: torch.Tensor
-    fc1_b: torch.Tensor
-    fc2_w: torch.Tensor
-    fc2_b: torch.Tensor
-    eps1: float
-    eps2: float
+    def __init__(self, mlp: nn.Sequential, in_scale: torch.Tensor | None = None,
+                 out_shift: torch.Tensor | None = None) -> None:
+        super().__init__()
+        w1 = mlp[0].weight.detach().double()
+        b2 = mlp[2].bias.detach().double()
+        if in_scale is not None:
+            w1 = w1 * in_scale.detach().double()
+        if out_shift is not None:
+            b2 = b2 + out_shift.detach().double()
+        self.register_buffer("w1", w1.float().contiguous())
+        self.register_buffer("b1", mlp[0].bias.detach().clone())
+        self.register_buffer("w2", mlp[2].weight.detach().clone())
+        self.register_buffer("b2", b2.float().contiguous())
 
     @classmethod
-    def of(cls, block: Block) -> _FoldedBlock:
-        d = block.proj.weight.shape[0]
+    def after_norm(cls, norm: nn.LayerNorm, mlp: nn.Sequential) -> _FoldedMLP:
+        """The MLP reading a LayerNorm's output, with the norm's affine part folded in."""
+        out = cls(mlp)
+        w1, b1 = _fold_norm(norm, mlp[0])
+        out.w1.copy_(w1)
+        out.b1.copy_(b1)
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(F.gelu(F.linear(x, self.w1, self.b1)), self.w2, self.b2)
+
+
+class _FoldedBlock(nn.Module):
+    """One pre-norm transformer block (:class:`~policies.deltasim_net.Block`) with folded weights: the
+    first LayerNorm and 1/sqrt(d_head) in ``qkv_w`` (3d, d), the second LayerNorm in the MLP."""
+
+    def __init__(self, block: Block) -> None:
+        super().__init__()
+        self.heads = block.heads
+        self.d = block.proj.weight.shape[0]
         qkv_w, qkv_b = _fold_norm(block.norm1, block.qkv)
-        scale = 1.0 / math.sqrt(d // block.heads)
-        qkv_w[:d] *= scale
-        qkv_b[:d] *= scale
-        fc1_w, fc1_b = _fold_norm(block.norm2, block.mlp[0])
-        return cls(qkv_w, qkv_b, block.proj.weight.detach().contiguous(), block.proj.bias.detach().contiguous(),
-                   fc1_w, fc1_b, block.mlp[2].weight.detach().contiguous(), block.mlp[2].bias.detach().contiguous(),
-                   block.norm1.eps, block.norm2.eps)
+        scale = 1.0 / math.sqrt(self.d // self.heads)
+        qkv_w[: self.d] *= scale
+        qkv_b[: self.d] *= scale
+        self.register_buffer("qkv_w", qkv_w.contiguous())
+        self.register_buffer("qkv_b", qkv_b.contiguous())
+        dh = self.d // self.heads
+        value_heads = qkv_w[2 * self.d:].view(self.heads, dh, self.d)               # (H, dh, d)
+        self.register_buffer("value_heads_t", value_heads.transpose(1, 2).contiguous())  # (H, d, dh)
+        self.register_buffer("proj_w", block.proj.weight.detach().clone())
+        self.register_buffer("proj_b", block.proj.bias.detach().clone())
+        self.mlp = _FoldedMLP.after_norm(block.norm2, block.mlp)
+        self.eps1, self.eps2 = block.norm1.eps, block.norm2.eps
+
+    def forward(self, x: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
+        """x: (S, T, d); key_bias: (S*H, 1, T), 0 for valid keys and -inf for masked ones."""
+        s, t, d = x.shape
+        qkv = F.linear(F.layer_norm(x, (d,), eps=self.eps1), self.qkv_w, self.qkv_b)
+        # One copy into (3, S*H, T, d_head); the key transpose is read in place by the batched matmul.
+        q, k, v = qkv.view(s, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4).reshape(3, s * self.heads, t, -1)
+        att = torch.softmax(torch.baddbmm(key_bias, q, k.transpose(1, 2)), -1)    # (S*H, T, T)
+        out = torch.bmm(att, v).view(s, self.heads, t, -1).transpose(1, 2).reshape(s, t, d)
+        x = x + F.linear(out, self.proj_w, self.proj_b)
+        return x + self.mlp(F.layer_norm(x, (d,), eps=self.eps2))
+
+    def forward_first(self, x: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
+        """The block for token 0 only: (S, T, d) -> (S, d); key_bias (S, 1, T).
+
+        Keys and values are never projected for all T tokens. With q_h the (scaled) query of head h and n_j
+        the normalised tokens, ``q_h . (Wk_h n_j + bk_h) = (Wk_h^T q_h) . n_j + const`` (the constant drops
+        out of the softmax) and ``sum_j a_hj (Wv_h n_j + bv_h) = Wv_h (sum_j a_hj n_j) + bv_h`` (the
+        weights sum to one): two small per-agent products replace a (S*T, d) x (d, 2d) projection.
+        """
+        s, _, d = x.shape
+        n = F.layer_norm(x, (d,), eps=self.eps1)                                   # (S, T, d)
+        q = F.linear(n[:, 0], self.qkv_w[:d], self.qkv_b[:d]).view(s, self.heads, -1).transpose(0, 1)
+        qk = torch.bmm(q, self.qkv_w[d:2 * d].view(self.heads, -1, d)).transpose(0, 1)  # (S, H, d)
+        att = torch.softmax(torch.baddbmm(key_bias, qk, n.transpose(1, 2)), -1)    # (S, H, T)
+        z = torch.bmm(att, n).transpose(0, 1)                                      # (H, S, d)
+        v = torch.bmm(z, self.value_heads_t).transpose(0, 1).reshape(s, d) + self.qkv_b[2 * d:]
+        h = x[:, 0] + F.linear(v, self.proj_w, self.proj_b)
+        return h + self.mlp(F.layer_norm(h, (d,), eps=self.eps2))
 
 
-def _embedder(mlp: nn.Sequential, in_scale: torch.Tensor, kind: torch.Tensor
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Weights of ``mlp(x * in_scale) + kind`` (w1, b1, w2, b2), with ``in_scale`` (in,) folded into w1."""
-    w1 = (mlp[0].weight.detach().double() * in_scale.double()).float().contiguous()
-    b2 = (mlp[2].bias.detach().double() + kind.detach().double()).float().contiguous()
-    return w1, mlp[0].bias.detach().contiguous(), mlp[2].weight.detach().contiguous(), b2
-
-
-def _mlp(x: torch.Tensor, w: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    return F.linear(F.gelu(F.linear(x, w[0], w[1])), w[2], w[3])
-
-
-class DeltaSimInference:
+class DeltaSimInference(nn.Module):
     """Inference-only DeltaSim network built from a trained :class:`DeltaSimNet` (weights are copied, so
-    later changes to ``net`` are not seen). Call under ``torch.inference_mode()`` or ``torch.no_grad()``."""
+    later changes to ``net`` are not seen). Use under ``torch.inference_mode()`` or ``torch.no_grad()``.
+
+    ``forward`` gives the normalised agent features ``h`` (S, d) and the logits (S, K);
+    :meth:`residual` the residual of chosen primitives from ``h``.
+    """
 
     def __init__(self, net: DeltaSimNet) -> None:
+        super().__init__()
         c = net.config
-        self.heads = c.num_heads
         self.d = c.d_model
-        hist_scale = (1.0 / net.history_scale).repeat(c.history_steps)
-        route_steps = net.ego_embed[0].weight.shape[1] - hist_scale.numel() - net.static_scale.numel()
-        route_scale = net.route_scale.repeat(route_steps // net.route_scale.numel())
-        ego_scale = torch.cat([hist_scale, 1.0 / net.static_scale, route_scale])
-        self.ego = _embedder(net.ego_embed, ego_scale, net.kind_embed[0])
-        self.neighbor = _embedder(net.neighbor_embed, 1.0 / net.neighbor_scale, net.kind_embed[1])
-        lane_in = net.lane_embed[0].weight.shape[1]
-        lane_scale = torch.ones(lane_in)
-        lane_scale[: 2 * c.chunk_points] = 1.0 / _LANE_POINT_SCALE
-        self.lane = _embedder(net.lane_embed, lane_scale, net.kind_embed[2])
-        self.blocks = [_FoldedBlock.of(b) for b in net.blocks]
-        self.final_eps = net.norm.eps
-        self.logits_w, self.logits_b = _fold_norm(net.norm, net.logits_head)
-        res_w, res_b = _fold_norm(net.norm, net.residual_head)
-        self.residual_w = res_w.view(c.vocab_size, 3, self.d).contiguous()       # (K, 3, d)
-        self.residual_b = res_b.view(c.vocab_size, 3).contiguous()                 # (K, 3)
-        self.residual_scale = net.residual_scale.detach().clone()
+        with torch.no_grad():
+            hist_scale = (1.0 / net.history_scale).repeat(c.history_steps)
+            route_in = net.ego_embed[0].weight.shape[1] - hist_scale.numel() - net.static_scale.numel()
+            route_scale = net.route_scale.repeat(route_in // net.route_scale.numel())
+            self.ego = _FoldedMLP(net.ego_embed, torch.cat([hist_scale, 1.0 / net.static_scale, route_scale]),
+                                  net.kind_embed[0])
+            self.neighbor = _FoldedMLP(net.neighbor_embed, 1.0 / net.neighbor_scale, net.kind_embed[1])
+            lane_scale = torch.ones(net.lane_embed[0].weight.shape[1])
+            lane_scale[: 2 * c.chunk_points] = 1.0 / LANE_POINT_SCALE
+            self.lane = _FoldedMLP(net.lane_embed, lane_scale, net.kind_embed[2])
+            self.blocks = nn.ModuleList(_FoldedBlock(b) for b in net.blocks)
+            self.final_eps = net.norm.eps
+            logits_w, logits_b = _fold_norm(net.norm, net.logits_head)
+            res_w, res_b = _fold_norm(net.norm, net.residual_head)
+        self.register_buffer("logits_w", logits_w.contiguous())
+        self.register_buffer("logits_b", logits_b.contiguous())
+        self.register_buffer("residual_w", res_w.view(c.vocab_size, 3, self.d).contiguous())  # (K, 3, d)
+        self.register_buffer("residual_b", res_b.view(c.vocab_size, 3).contiguous())           # (K, 3)
+        self.register_buffer("residual_scale", net.residual_scale.detach().clone())
+        self.eval()
 
-    def encode(self, history: torch.Tensor, static: torch.Tensor, neighbors: torch.Tensor,
-               neighbor_mask: torch.Tensor, lane_points: torch.Tensor, lane_features: torch.Tensor,
-               lane_mask: torch.Tensor, route_ahead: torch.Tensor) -> torch.Tensor:
-        """Normalised (affine-free) final features (S, d) of the agent token; inputs as
-        :meth:`DeltaSimNet.forward`."""
+    def forward(self, history: torch.Tensor, static: torch.Tensor, neighbors: torch.Tensor,
+                neighbor_mask: torch.Tensor, lane_points: torch.Tensor, lane_features: torch.Tensor,
+                lane_mask: torch.Tensor, route_ahead: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs as :meth:`DeltaSimNet.forward`; returns (h (S, d), logits (S, K))."""
         s = history.shape[0]
         ego_in = torch.cat([history.reshape(s, -1), static, route_ahead.reshape(s, -1)], -1)
-        ego = _mlp(ego_in, self.ego)[:, None]                                      # (S, 1, d)
-        nbr = _mlp(neighbors, self.neighbor)                                       # (S, N, d)
-        lane = _mlp(torch.cat([lane_points.reshape(s, lane_points.shape[1], -1), lane_features], -1),
-                    self.lane)                                                     # (S, L, d)
-        x = torch.cat([ego, nbr, lane], 1)                                         # (S, T, d)
-        valid = torch.cat([torch.ones(s, 1, dtype=torch.bool), neighbor_mask, lane_mask], 1)
-        bias = torch.zeros(valid.shape).masked_fill_(~valid, float("-inf"))[:, None, None, :]  # (S, 1, 1, T)
-        for block in self.blocks[:-1]:
-            x = self._block(x, bias, block)
-        h = self._last_block(x, bias, self.blocks[-1])                             # (S, d)
-        return F.layer_norm(h, (self.d,), eps=self.final_eps)
-
-    def logits(self, h: torch.Tensor) -> torch.Tensor:
-        """Logits (S, K) over the vocabulary from :meth:`encode` features (S, d)."""
-        return F.linear(h, self.logits_w, self.logits_b)
+        lane_in = torch.cat([lane_points.flatten(2), lane_features], -1)
+        x = torch.cat([self.ego(ego_in)[:, None], self.neighbor(neighbors), self.lane(lane_in)], 1)  # (S, T, d)
+        valid = torch.cat([torch.ones_like(neighbor_mask[:, :1]), neighbor_mask, lane_mask], 1)   # (S, T)
+        key_bias = torch.zeros_like(x[:, :, 0]).masked_fill(~valid, float("-inf"))[:, None]  # (S, 1, T)
+        if len(self.blocks) > 1:
+            heads = self.blocks[0].heads
+            head_bias = key_bias[:, None].expand(-1, heads, 1, -1).reshape(-1, 1, key_bias.shape[2])  # (S*H, 1, T)
+            for block in self.blocks[:-1]:
+                x = block(x, head_bias)
+        h = F.layer_norm(self.blocks[-1].forward_first(x, key_bias), (self.d,), eps=self.final_eps)
+        return h, F.linear(h, self.logits_w, self.logits_b)
 
     def residual(self, h: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """Residual (S, 3) (dx m, dy m, dtheta rad) of primitive ``tokens`` (S,) int64 for each agent."""
         raw = torch.einsum("scd,sd->sc", self.residual_w[tokens], h) + self.residual_b[tokens]
         return torch.tanh(raw) * self.residual_scale
 
-    def __call__(self, **obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(logits (S, K), residual (S, K, 3)) like :meth:`DeltaSimNet.forward` (the full residual table;
-        use :meth:`encode` + :meth:`residual` when only the picked primitive's residual is needed)."""
-        h = self.encode(**obs)
+    def residual_table(self, h: torch.Tensor) -> torch.Tensor:
+        """Residuals (S, K, 3) of every primitive (as :meth:`DeltaSimNet.forward` returns them)."""
         raw = torch.einsum("kcd,sd->skc", self.residual_w, h) + self.residual_b
-        return self.logits(h), torch.tanh(raw) * self.residual_scale
+        return torch.tanh(raw) * self.residual_scale
 
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(S, T, d) -> (S, H, T, d_head)."""
-        s, t, _ = x.shape
-        return x.view(s, t, self.heads, -1).transpose(1, 2)
-
-    def _block(self, x: torch.Tensor, bias: torch.Tensor, b: _FoldedBlock) -> torch.Tensor:
-        s, t, d = x.shape
-        n = F.layer_norm(x, (d,), eps=b.eps1)
-        q, k, v = F.linear(n, b.qkv_w, b.qkv_b).split(d, -1)
-        att = torch.softmax(torch.matmul(self._heads(q), self._heads(k).transpose(-1, -2)) + bias, -1)
-        out = torch.matmul(att, self._heads(v)).transpose(1, 2).reshape(s, t, d)
-        x = x + F.linear(out, b.proj_w, b.proj_b)
-        return x + _mlp(F.layer_norm(x, (d,), eps=b.eps2), (b.fc1_w, b.fc1_b, b.fc2_w, b.fc2_b))
-
-    def _last_block(self, x: torch.Tensor, bias: torch.Tensor, b: _FoldedBlock) -> torch.Tensor:
-        """The block for the agent token only: (S, T, d) -> (S, d)."""
-        s, t, d = x.shape
-        n = F.layer_norm(x, (d,), eps=b.eps1)
-        q = F.linear(n[:, 0], b.qkv_w[:d], b.qkv_b[:d]).view(s, self.heads, 1, -1)       # (S, H, 1, dh)
-        k, v = F.linear(n, b.qkv_w[d:], b.qkv_b[d:]).split(d, -1)
-        att = torch.softmax(torch.matmul(q, self._heads(k).transpose(-1, -2)) + bias, -1)   # (S, H, 1, T)
-        out = torch.matmul(att, self._heads(v)).reshape(s, d)
-        h = x[:, 0] + F.linear(out, b.proj_w, b.proj_b)
-        return h + _mlp(F.layer_norm(h, (d,), eps=b.eps2), (b.fc1_w, b.fc1_b, b.fc2_w, b.fc2_b))

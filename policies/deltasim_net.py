@@ -55,7 +55,7 @@ class DeltaSimNetConfig:
 _HISTORY_SCALE = (10.0, 10.0, 1.0, 1.0, 10.0, 1.0)
 _STATIC_SCALE = (5.0, 2.0, 1.0, 1.0, 1.0)
 _NEIGHBOR_SCALE = (20.0, 20.0, 1.0, 1.0, 10.0, 10.0, 5.0, 2.0, 1.0, 1.0, 1.0)
-_LANE_POINT_SCALE = 20.0
+LANE_POINT_SCALE = 20.0
 _ROUTE_SCALE = (0.05, 1.0, 1.0)
 
 
@@ -132,7 +132,7 @@ class DeltaSimNet(nn.Module):
                             route.reshape(s, -1)], -1)
         ego = self.ego_embed(ego_in)[:, None] + self.kind_embed[0]                  # (S, 1, d)
         nbr = self.neighbor_embed(neighbors / self.neighbor_scale) + self.kind_embed[1]  # (S, N, d)
-        lane_in = torch.cat([lane_points.reshape(s, lane_points.shape[1], -1) / _LANE_POINT_SCALE,
+        lane_in = torch.cat([lane_points.reshape(s, lane_points.shape[1], -1) / LANE_POINT_SCALE,
                              lane_features], -1)
         lane = self.lane_embed(lane_in) + self.kind_embed[2]                       # (S, L, d)
         x = torch.cat([ego, nbr, lane], 1)

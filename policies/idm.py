@@ -28,6 +28,8 @@ MOVING_MARGIN_M = 0.6
 STANDING_MARGIN_M = 0.2
 STANDING_MPS = 0.1
 CONVERGING_RAD = 0.2
+EXIT_CLEAR_M = 6.0
+EXIT_BLOCKING_MPS = 1.0
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,7 @@ class IdmCore:
                                                 self._committed(float(a.speed[slots[row]]), dist)))
                 entry_s[agent_id] = profile.connector_s
         requests += self._other_requests(inp, slots)
+        requests = self._exit_clear(inp, requests)
         granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests,
                                    self._waited_s)
         self._update_waits(inp, requests, granted)
@@ -225,6 +228,23 @@ class IdmCore:
             if 0.0 <= dist <= self.params.junction_approach_m:
                 out.append(JunctionRequest(int(a.id[others[k]]), profile.connector, dist,
                                            self._committed(float(a.speed[others[k]]), dist)))
+        return out
+
+    def _exit_clear(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
+        """Drop requests whose connector exit is blocked by a (nearly) standing agent: nobody enters a
+        junction it cannot leave, so crossing traffic is never blocked by a queue spilling into it
+        (committed agents enter anyway). Depends on the state only, so every core agrees."""
+        a = inp.agents
+        standing = a.valid & (a.speed < EXIT_BLOCKING_MPS)
+        if not standing.any():
+            return requests
+        xy, ids = a.xy[standing], a.id[standing]
+        out = []
+        for req in requests:
+            end = inp.graph[req.connector].points[-1]
+            near = (np.linalg.norm(xy - end, axis=-1) < EXIT_CLEAR_M) & (ids != req.agent_id)
+            if req.committed or not near.any():
+                out.append(req)
         return out
 
     def _update_waits(self, inp: PolicyInput, requests: list[JunctionRequest], granted: set[int]) -> None:

@@ -194,7 +194,8 @@ class ObservationBuilder:
         k = min(3 * lcap, m)
         cand = np.argpartition(centre_d, k - 1, axis=1)[:, :k] if k < m else np.tile(np.arange(m), (s, 1))
         cand_pts = packed.chunk_points[cand]
-        point_d = np.linalg.norm(cand_pts - xy[:, None, None], axis=-1).min(-1)
+        rel = cand_pts - xy[:, None, None]
+        point_d = np.sqrt(np.einsum("...i,...i->...", rel, rel).min(-1))  # min of squares, one sqrt
         point_d = np.where(point_d <= cfg.lane_radius_m, point_d, np.inf)
         order = np.lexsort((cand, point_d), axis=1)[:, : min(lcap, k)]
         chosen = np.take_along_axis(cand, order, 1)

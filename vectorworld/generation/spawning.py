@@ -234,10 +234,11 @@ def _parked(lanes: tuple[Lane, ...], by_id: dict[int, Lane], rng: np.random.Gene
                                      if i in by_id and by_id[i].lane_type != LaneType.CONNECTOR)
         for _ in range(count):
             length, width = _size(rng, config, trucks=False)
+            width = min(width, 2.0)  # with the offset below, traffic passes 1.45 m from the lane centre
             if s > lane.length_m - 3.0:
                 break
             xy, yaw = _lane_pose(lane, s)
-            offset = -min(lane.width_m / 2.0 + width / 2.0 - PARKED_INTRUSION_M, PARKED_MAX_OFFSET_M)
+            offset = -min(max(lane.width_m / 2.0 - PARKED_INTRUSION_M, 1.45) + width / 2.0, PARKED_MAX_OFFSET_M)
             pos = xy + offset * np.array([-np.sin(yaw), np.cos(yaw)])
             corners = geometry.box_corners(pos, np.float64(yaw), np.float64(length), np.float64(width))
             if eligible(pos) and clearance.clear(np.vstack([corners, pos[None]]), 0.2, related):

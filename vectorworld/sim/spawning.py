@@ -90,9 +90,10 @@ def place_spawns(agents: Agents, spawns: AgentSpawns, ego_xy: np.ndarray,
     return Agents(**arrays), placed
 
 
-IN_THE_WAY_M = 0.5
-"""A parked car whose box reaches further than this into a new lane (past its edge) is in its way: lane
-followers would have to stop behind it. Cars parked at the curb of their own lane reach 0.4 m at most."""
+PASSING_CLEARANCE_M = 1.4
+"""Lane followers need this much room either side of the lane centreline (half of a wide car plus a
+margin): a parked car or standing pedestrian closer than this to a new lane is in its way. Cars parked
+at the curb by the generator keep 1.45 m."""
 
 
 def parked_in_the_way(agents: Agents, routed: set[int], lanes: list[Lane]) -> np.ndarray:
@@ -111,9 +112,8 @@ def parked_in_the_way(agents: Agents, routed: set[int], lanes: list[Lane]) -> np
         return out
     a = np.concatenate([lane.points[:-1] for lane in lanes])
     b = np.concatenate([lane.points[1:] for lane in lanes])
-    half = np.repeat([lane.width_m / 2.0 for lane in lanes], [len(lane.points) - 1 for lane in lanes])
     corners = geometry.box_corners(agents.xy[slots], agents.yaw[slots], agents.length[slots], agents.width[slots])
     points = np.concatenate([corners, agents.xy[slots][:, None]], 1)  # (S, 5, 2)
     dist = geometry.point_segment_distance(points.reshape(-1, 2), a, b).reshape(len(slots), 5, -1)
-    out[slots] = (dist < half - IN_THE_WAY_M).any((1, 2))
+    out[slots] = (dist < PASSING_CLEARANCE_M).any((1, 2))
     return out

@@ -1,0 +1,181 @@
+"""The folded inference network, the traced scorer and the collision pre-filter compute what the training
+network and the plain collision penalty compute."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policies.collision_shaping import CollisionShapingConfig, collision_penalty, primitive_paths
+from policies.deltasim import DeltaSimConfig, DeltaSimPolicy, torch_threads
+from policies.deltasim_checkpoint import DeltaSimCheckpoint
+from policies.deltasim_infer import DeltaSimInference
+from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig, observation_tensors
+from policies.deltasim_scenes import synthetic_input
+from policies.deltasim_scoring import SCORER_INPUTS, DeltaSimScorer, reachable_neighbors, trace_scorer
+from policies.kdisks import build_kdisks, straight_motions
+from policies.npc_observation import ObservationBuilder, ObservationConfig
+from vectorworld.errors import ConfigError
+
+
+def _random_net(num_layers: int, seed: int = 0, vocab_size: int = 96) -> DeltaSimNet:
+    """A network whose every parameter (LayerNorm affine included) is random, so folding is exercised."""
+    torch.manual_seed(seed)
+    net = DeltaSimNet(DeltaSimNetConfig(vocab_size=vocab_size, d_model=32, num_layers=num_layers))
+    with torch.no_grad():
+        for p in net.parameters():
+            p.normal_(0.0, 0.3)
+    return net.eval()
+
+
+def _inputs(n: int, seed: int) -> dict[str, torch.Tensor]:
+    inp = synthetic_input(n, np.random.default_rng(seed), num_lanes=3, segments=4)
+    obs = ObservationBuilder()(inp)
+    out = observation_tensors(obs)
+    out["speed"] = torch.from_numpy(inp.agents.speed[obs.slots].astype(np.float32))
+    out["agent_type"] = torch.from_numpy(inp.agents.agent_type[obs.slots].astype(np.int64))
+    return out
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_folded_network_matches_training_network(num_layers: int) -> None:
+    net = _random_net(num_layers)
+    fast = DeltaSimInference(net)
+    for n, seed in ((1, 0), (9, 1), (30, 2)):
+        inputs = _inputs(n, seed)
+        obs = {k: v for k, v in inputs.items() if k not in ("speed", "agent_type")}
+        g = torch.Generator().manual_seed(seed)
+        obs["neighbor_mask"] = obs["neighbor_mask"] & (torch.rand(obs["neighbor_mask"].shape, generator=g) < 0.7)
+        obs["lane_mask"] = obs["lane_mask"] & (torch.rand(obs["lane_mask"].shape, generator=g) < 0.7)
+        with torch.no_grad():
+            logits, residual = net(**obs)
+            h, fast_logits = fast(**obs)
+            table = fast.residual_table(h)
+        assert torch.allclose(fast_logits, logits, rtol=1e-4, atol=1e-4 * float(logits.abs().max()))
+        assert torch.allclose(table, residual, atol=1e-6)
+        tokens = torch.randint(0, residual.shape[1], (len(h),), generator=torch.Generator().manual_seed(seed))
+        picked = residual[torch.arange(len(h)), tokens]
+        assert torch.allclose(fast.residual(h, tokens), picked, atol=1e-6)
+
+
+def test_traced_scorer_equals_eager_for_other_batch_sizes() -> None:
+    rng = np.random.default_rng(0)
+    vocab = build_kdisks(np.concatenate([np.stack([rng.uniform(0, 2, 500), rng.normal(0, 0.03, 500),
+                                                   rng.normal(0, 0.05, 500)], -1), straight_motions(20, 0.05)]),
+                         rng, eps=0.05, max_size=96)
+    cfg = CollisionShapingConfig()
+    prims = torch.from_numpy(vocab.primitives.astype(np.float32))
+    paths = torch.from_numpy(primitive_paths(vocab.primitives, cfg).astype(np.float32))
+    scorer = DeltaSimScorer(DeltaSimInference(_random_net(2, vocab_size=vocab.size)), prims, 0.1, True, 1000.0, 24,
+                            paths, cfg.times_s)
+    traced = trace_scorer(scorer, _inputs(1, 3))  # recorded on a single agent
+    for n, seed in ((5, 4), (17, 5), (40, 6)):
+        inputs = _inputs(n, seed)
+        args = [inputs[name] for name in SCORER_INPUTS]
+        with torch.no_grad():
+            eager_out, traced_out = scorer(*args), traced(*args)
+        assert traced_out[1].shape == (n, 25)
+        for a, b in zip(eager_out, traced_out, strict=True):
+            assert torch.equal(a, b)
+
+
+def _neighbour_scene(seed: int, agents: int = 6, neighbours: int = 8, candidates: int = 12
+                     ) -> tuple[torch.Tensor, ...]:
+    """Random candidate paths and neighbours around agents (agent frames), some near, most far."""
+    g = torch.Generator().manual_seed(seed)
+    cfg = CollisionShapingConfig()
+    prims = np.stack([np.linspace(0.0, 2.0, 40), np.zeros(40), np.linspace(-0.05, 0.05, 40)], -1)
+    paths = torch.from_numpy(primitive_paths(prims, cfg).astype(np.float32))
+    cand = torch.randint(0, 40, (agents, candidates), generator=g)
+    nb = torch.zeros(agents, neighbours, 11)
+    nb[..., 0] = torch.rand(agents, neighbours, generator=g) * 50.0 - 5.0
+    nb[..., 1] = torch.randn(agents, neighbours, generator=g) * 4.0
+    yaw = torch.randn(agents, neighbours, generator=g) * 0.3
+    nb[..., 2], nb[..., 3] = torch.cos(yaw), torch.sin(yaw)
+    nb[..., 4] = torch.rand(agents, neighbours, generator=g) * 10.0 - 3.0
+    nb[..., 5] = torch.randn(agents, neighbours, generator=g)
+    nb[..., 6] = 3.5 + torch.rand(agents, neighbours, generator=g) * 2.0
+    nb[..., 7] = 1.6 + torch.rand(agents, neighbours, generator=g) * 0.6
+    mask = torch.rand(agents, neighbours, generator=g) < 0.9
+    length = 4.0 + torch.rand(agents, generator=g)
+    width = 1.8 + torch.rand(agents, generator=g) * 0.3
+    return paths[cand], length, width, nb, mask
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000))
+def test_reachable_prefilter_never_changes_the_collision_penalty(seed: int) -> None:
+    cfg = CollisionShapingConfig()
+    cand_paths, length, width, nb, mask = _neighbour_scene(seed)
+    reach = reachable_neighbors(cand_paths, length, width, nb, mask, torch.tensor(cfg.times_s))
+    assert not bool((reach & ~mask).any())
+    # Reference: every neighbour whose centre comes within the two circumradii of a candidate's centre at a
+    # check time is kept.
+    times = torch.tensor(cfg.times_s)
+    nb_xy = nb[:, :, None, :2] + nb[:, :, None, 4:6] * times[:, None]                 # (S, N, T, 2)
+    dist = (cand_paths[:, None, :, :, :2] - nb_xy[:, :, None]).norm(dim=-1)           # (S, N, C, T)
+    radii = (torch.hypot(length, width)[:, None] + torch.hypot(nb[..., 6], nb[..., 7])) / 2
+    touching = (dist < radii[..., None, None]).flatten(2).any(-1) & mask
+    assert not bool((touching & ~reach).any())
+    full = collision_penalty(cand_paths, length, width, nb, mask, cfg)
+    assert torch.equal(collision_penalty(cand_paths, length, width, nb, reach, cfg), full)
+
+
+def test_reachable_prefilter_drops_far_neighbours_and_keeps_blocking_ones() -> None:
+    cfg = CollisionShapingConfig()
+    prims = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    paths = torch.from_numpy(primitive_paths(prims, cfg).astype(np.float32))[None]   # (1, 2, T, 3)
+    nb = torch.zeros(1, 2, 11)
+    nb[0, 0, :8] = torch.tensor([8.0, 0.0, 1.0, 0.0, 0.0, 0.0, 4.5, 2.0])    # stopped car 8 m ahead
+    nb[0, 1, :8] = torch.tensor([35.0, 0.0, 1.0, 0.0, 10.0, 0.0, 4.5, 2.0])  # far ahead, driving away
+    reach = reachable_neighbors(paths, torch.tensor([4.5]), torch.tensor([2.0]), nb, torch.ones(1, 2, dtype=torch.bool),
+                                torch.tensor(cfg.times_s))
+    assert reach.tolist() == [[True, False]]
+
+
+def _policy(config: DeltaSimConfig) -> DeltaSimPolicy:
+    rng = np.random.default_rng(1)
+    data = np.stack([rng.uniform(0, 2.0, 2000), rng.normal(0, 0.03, 2000), rng.normal(0, 0.05, 2000)], -1)
+    vocab = build_kdisks(np.concatenate([data, straight_motions(20, 0.035)]), rng, eps=0.05, max_size=128)
+    net = _random_net(2, seed=1, vocab_size=vocab.size)
+    return DeltaSimPolicy(config, DeltaSimCheckpoint(net, vocab, ObservationConfig(), {}))
+
+
+def test_traced_and_eager_policies_act_alike_and_see_weight_updates() -> None:
+    traced, eager = _policy(DeltaSimConfig()), _policy(DeltaSimConfig(trace=False))
+    for seed in range(3):
+        inp = synthetic_input(12 + 7 * seed, np.random.default_rng(seed))
+        a = traced.act(inp, np.random.default_rng(seed))
+        b = eager.act(inp, np.random.default_rng(seed))
+        assert np.allclose(a, b, atol=1e-6)
+        assert np.array_equal(traced.last_step.tokens, eager.last_step.tokens)
+    assert set(traced.last_timing) == {"observation", "scoring", "collision", "sampling"}
+    # Changing the weights after the first step is picked up (the folded copy is rebuilt): forbid every
+    # primitive picked so far and none is picked again.
+    inp = synthetic_input(12, np.random.default_rng(0))
+    traced.act(inp, np.random.default_rng(0))
+    before = traced.last_step.tokens
+    with torch.no_grad():
+        traced.checkpoint.net.logits_head.bias[torch.from_numpy(before)] = -1e6
+    traced.act(inp, np.random.default_rng(0))
+    assert not np.isin(traced.last_step.tokens, before).any()
+
+
+def test_thread_limit_is_applied_and_restored() -> None:
+    before = torch.get_num_threads()
+    seen = []
+    try:
+        torch.set_num_threads(2)
+        with torch_threads(1):
+            seen.append(torch.get_num_threads())
+        seen.append(torch.get_num_threads())
+        with torch_threads(4):  # never raises the caller's setting
+            seen.append(torch.get_num_threads())
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1, 2, 2]
+    with pytest.raises(ConfigError):
+        DeltaSimConfig(threads=3)
