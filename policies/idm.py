@@ -231,11 +231,12 @@ class IdmCore:
         return out
 
     def _exit_clear(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
-        """Drop requests whose connector exit is blocked by a (nearly) standing agent: nobody enters a
+        """Drop requests whose connector exit is blocked by a (nearly) standing agent in traffic: nobody enters a
         junction it cannot leave, so crossing traffic is never blocked by a queue spilling into it
         (committed agents enter anyway). Depends on the state only, so every core agrees."""
         a = inp.agents
-        standing = a.valid & (a.speed < EXIT_BLOCKING_MPS)
+        in_traffic = np.array([bool(inp.routes.get(int(i))) for i in a.id])  # not parked cars, pedestrians
+        standing = a.valid & (a.speed < EXIT_BLOCKING_MPS) & in_traffic
         if not standing.any():
             return requests
         xy, ids = a.xy[standing], a.id[standing]

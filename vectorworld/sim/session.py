@@ -35,6 +35,7 @@ from vectorworld.world.routes import RouteBook, build_path
 from vectorworld.world.streaming import STRAIGHT_FALLBACK
 
 STUCK_TIMEOUT_S = 20.0
+STUCK_PROGRESS_M = 1.0
 EGO_LENGTH_M = 4.8
 EGO_WIDTH_M = 2.0
 
@@ -121,6 +122,7 @@ class Session:
         self._tile_ms_step = 0.0
         self._npc_ms_step = 0.0
         self._stopped_s = np.zeros(self.config.agent_capacity)
+        self._stuck_at = np.zeros((self.config.agent_capacity, 2))
         self.stuck_removed = 0
         self.closed = False
 
@@ -154,6 +156,7 @@ class Session:
         self.spawns.next_id = int(max(sc.tracks.ids.max() + 1, 1))
         self.tracker = MetricTracker(capacity, DT_S)
         self._stopped_s = np.zeros(capacity)
+        self._stuck_at = np.zeros((capacity, 2))
         for slot in np.nonzero(self.agents.valid)[0]:
             agent_id = int(self.agents.id[slot])
             lane_id, dist = self.world.graph.nearest(self.agents.xy[slot], float(self.agents.yaw[slot]), 4.0)
@@ -349,12 +352,14 @@ class Session:
         return bool(np.linalg.norm(self.agents.xy[e] - end) < 10.0)
 
     def _stuck(self) -> np.ndarray:
-        """(C,) NPCs in traffic (on a route; parked cars never count) that have not moved for
-        ``STUCK_TIMEOUT_S``: they are removed (as SUMO teleports jammed vehicles), so a local jam never
-        blocks an episode forever."""
+        """(C,) NPCs in traffic (on a route; parked cars never count) that have not made
+        ``STUCK_PROGRESS_M`` of progress (crawling in a jam counts) for ``STUCK_TIMEOUT_S``: they are
+        removed (as SUMO teleports jammed vehicles), so a local jam never blocks an episode forever."""
         a = self.agents
         in_traffic = np.array([int(i) in self.routes.routes for i in a.id]) & a.valid  # not parked cars
-        self._stopped_s = np.where((a.speed > 0.1) | ~in_traffic, 0.0, self._stopped_s + DT_S)
+        progressed = (np.linalg.norm(a.xy - self._stuck_at, axis=-1) > STUCK_PROGRESS_M) | ~in_traffic
+        self._stuck_at = np.where(progressed[:, None], a.xy, self._stuck_at)
+        self._stopped_s = np.where(progressed, 0.0, self._stopped_s + DT_S)
         stuck = self._stopped_s > STUCK_TIMEOUT_S
         self.stuck_removed += int((stuck & self.agents.valid).sum() - stuck[self.ego_slot])
         return stuck
