@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vectorworld.scene import HISTORY_STEPS, Agents, Lane, LaneType
-from vectorworld.sim import wire
+from vectorworld.sim import wire, wire_format
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.v1 import world_pb2
@@ -46,7 +46,7 @@ def reference_observation(obs: Observation) -> world_pb2.Observation:
     msg = world_pb2.Observation(step=obs.step, sim_time_us=obs.sim_time_us, ego_index=obs.ego_slot)
     reference_agents(obs.agents, np.flatnonzero(obs.agents.valid), msg.agents)
     for lane in obs.lanes:
-        wire.lane_to_proto(lane, msg.lanes.add())
+        wire_format.lane_to_proto(lane, msg.lanes.add())
     msg.route_lane_ids.extend(obs.route_lane_ids)
     wire.polyline_to_proto(obs.route_polyline, msg.route_polyline)
     wire.step_metrics_to_proto(obs.step_metrics, msg.step_metrics)
@@ -112,9 +112,9 @@ def test_frame_agents_equal_field_by_field(agents: Agents, include_history: bool
                   step_metrics=StepMetrics(), km=0.0, tile_ms=0.0, npc_policy_ms=0.0, end_reason=EndReason.NONE)
     msg = wire.frame_to_proto(frame, include_history=include_history)
     assert list(msg.agents) == list(expected.agents)
-    assert list(msg.new_lanes) == [wire.lane_to_proto(make_lane(5))]
+    assert list(msg.new_lanes) == [wire_format.lane_to_proto(make_lane(5))]
     held = world_pb2.Frame()
-    wire.agents_to_proto(agents, slots, held.agents, include_history, policy_of)
+    wire_format.agents_to_proto(agents, slots, held.agents, include_history, policy_of)
     assert held == expected
 
 
@@ -128,10 +128,10 @@ def test_lane_bytes_are_cached_per_lane_object_and_dropped_with_it() -> None:
     msg = world_pb2.Observation()
     msg.MergeFromString(wire.lanes_to_wire([edited], 5))
     assert list(msg.lanes[0].successors) == [12]  # a replaced lane is a new object: encoded afresh
-    size = len(wire._LANE_WIRE)
+    size = len(wire_format._LANE_WIRE)
     del lane, edited
     gc.collect()
-    assert len(wire._LANE_WIRE) <= size - 2
+    assert len(wire_format._LANE_WIRE) <= size - 2
 
 
 def test_lane_memo_reencodes_when_any_lane_object_changes() -> None:
@@ -191,7 +191,7 @@ def test_agent_decoding_equals_field_by_field(agents: Agents, lengths: list[int]
 def test_lane_decode_cache_reuses_unchanged_lanes_only() -> None:
     msg = world_pb2.Observation()
     for lane in (make_lane(1), make_lane(2)):
-        wire.lane_to_proto(lane, msg.lanes.add())
+        wire_format.lane_to_proto(lane, msg.lanes.add())
     cache = wire.LaneDecodeCache()
     first = cache.decode(msg.lanes)
     again = cache.decode(msg.lanes)
@@ -199,7 +199,7 @@ def test_lane_decode_cache_reuses_unchanged_lanes_only() -> None:
     msg.lanes[1].successors.append(7)  # same number of lanes, one edited
     second = cache.decode(msg.lanes)
     assert second[0] is first[0] and second[1] is not first[1] and second[1].successors == (7,)
-    wire.lane_to_proto(make_lane(3), msg.lanes.add())
+    wire_format.lane_to_proto(make_lane(3), msg.lanes.add())
     third = cache.decode(msg.lanes)
     assert third[0] is first[0] and third[1] is second[1] and third[2].id == 3
     np.testing.assert_array_equal(third[2].points, make_lane(3).points)
