@@ -14,14 +14,7 @@ from vectorworld.generation.egr_dit import DiTConfig
 from vectorworld.generation.outpaint import OutpaintModel, SamplerConfig
 from vectorworld.generation.vae import VAEConfig, batch_to_torch
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny models train fastest on one thread (and OpenMP threads thrash on a busy machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 VAE = VAEConfig(max_lanes=12, max_agents=8, hidden=32, latent=8)
 DIT = DiTConfig(latent=8, max_lanes=12, max_agents=8, dim=32, depth=2, heads=2, edge_dim=8)

@@ -19,14 +19,7 @@ from vectorworld.generation.tile_tensors import EDGE_SUCC, HALF_TILE_M, LANE_POI
 from vectorworld.generation.vae import VAEConfig
 from vectorworld.scene import Lane, LaneGraph
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny models train fastest on one thread (and OpenMP threads thrash on a busy machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 YAW = 0.4
 CENTER = np.array([100.0, -50.0])

@@ -15,14 +15,7 @@ from vectorworld.generation.meanflow import (
     sample_times,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny models train fastest on one thread (and OpenMP threads thrash on a busy machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 CONFIG = DiTConfig(latent=4, max_lanes=3, max_agents=2, dim=32, depth=2, heads=2, edge_dim=8)
 

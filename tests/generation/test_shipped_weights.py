@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from tests.generation.test_learned import _request
 from vectorworld.generation import make_generator
@@ -16,12 +15,7 @@ pytestmark = pytest.mark.skipif(not (WEIGHTS_DIR / "model.safetensors").is_file(
                                 reason="no shipped generator weights")
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_shipped_checkpoint_is_small_and_loads() -> None:

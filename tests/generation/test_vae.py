@@ -9,14 +9,7 @@ from tests.generation.synthetic_tiles import synthetic_tiles
 from vectorworld.generation.vae import TileVAE, VAEConfig, batch_to_torch
 from vectorworld.train.generator_training import TrainConfig, train_vae
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny models train fastest on one thread (and OpenMP threads thrash on a busy machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 CONFIG = VAEConfig(max_lanes=12, max_agents=8, hidden=32, latent=8)
 

@@ -116,3 +116,40 @@ def test_passes_car_parked_at_the_curb_but_stops_for_one_in_the_lane():
         agents = make_agents([0.0, 60.0], [10.0, 0.0], ys=[0.0, y])
         agents, _ = simulate(graph, agents, {0: [1]}, np.array([True, False, False]), 150)
         assert (agents.xy[0, 0] > 80.0) == passes
+
+
+def test_no_turning_on_the_spot_at_crawling_speed():
+    """A crawling agent beside its lane must not swing towards it faster than a 4 m turning radius."""
+    from policies.idm import MAX_CURVATURE_PER_M
+
+    graph = straight_graph()
+    agents = make_agents([10.0], [0.2], ys=[2.0])
+    policy, controlled = IdmPolicy(), np.array([True, False])
+    inp = PolicyInput(agents, controlled, graph, {0: [1]}, ego_slot=1, step=0)
+    deltas = policy.act(inp, np.random.default_rng(0))
+    ds = float(np.hypot(*deltas[0, :2]))
+    assert ds > 0.0
+    assert abs(deltas[0, 2]) <= MAX_CURVATURE_PER_M * ds + 1e-9
+
+
+def test_does_not_enter_a_junction_whose_exit_is_blocked_by_traffic():
+    """Connector 2 leads from lane 1 to lane 3. A car standing in traffic at its exit keeps the
+    approaching agent at the entry; a parked car (no route) at the same spot does not."""
+    graph = LaneGraph()
+    xs = np.linspace(0.0, 100.0, 51)
+    graph.add([Lane(1, np.stack([xs, np.zeros_like(xs)], -1), successors=(2,)),
+               Lane(2, np.stack([np.linspace(100.0, 120.0, 11), np.zeros(11)], -1), predecessors=(1,),
+                    successors=(3,), lane_type=LaneType.CONNECTOR),
+               Lane(3, np.stack([np.linspace(120.0, 300.0, 91), np.zeros(91)], -1), predecessors=(2,))])
+    for routed, enters in ((True, False), (False, True)):
+        agents = make_agents([80.0, 124.0], [8.0, 0.0])
+        routes = {0: [1, 2, 3], 1: [3]} if routed else {0: [1, 2, 3]}
+        policy, controlled = IdmPolicy(), np.array([True, False, False])
+        for step in range(150):
+            inp = PolicyInput(agents, controlled, graph, routes, ego_slot=2, step=step)
+            deltas = policy.act(inp, np.random.default_rng(0))
+            xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
+            agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy),
+                                       np.where(controlled, yaw, agents.yaw),
+                                       np.where(controlled, speed, agents.speed))
+        assert (agents.xy[0, 0] > 101.0) == enters, (routed, agents.xy[0, 0])

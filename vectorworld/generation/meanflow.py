@@ -77,11 +77,24 @@ def meanflow_loss(fn: VelocityFn, x: torch.Tensor, cond: torch.Tensor, config: M
     return loss, {"mse": float(per_sample.detach().mean())}
 
 
-@torch.no_grad()
 def sample_meanflow(fn: VelocityFn, x_cond: torch.Tensor, cond: torch.Tensor, steps: int,
                     generator: torch.Generator | None = None) -> torch.Tensor:
     """Walk t from 1 to 0 in ``steps`` intervals: z_r = z_t - (t - r) u(z_t, r, t). steps = 1 is the
     one-step sampler x = z_1 - u(z_1, 0, 1). Condition tokens of x_cond (B, N, Z) stay exact."""
+    return _integrate(fn, x_cond, cond, steps, generator, average=True)
+
+
+def sample_flow_matching(fn: VelocityFn, x_cond: torch.Tensor, cond: torch.Tensor, steps: int,
+                         generator: torch.Generator | None = None) -> torch.Tensor:
+    """Baseline Euler sampler with the instantaneous velocity v(z, t) = u(z, t, t)."""
+    return _integrate(fn, x_cond, cond, steps, generator, average=False)
+
+
+@torch.no_grad()
+def _integrate(fn: VelocityFn, x_cond: torch.Tensor, cond: torch.Tensor, steps: int,
+               generator: torch.Generator | None, average: bool) -> torch.Tensor:
+    """From noise at t = 1 to t = 0 in ``steps`` equal intervals [r, t], each stepped with the average
+    velocity u(z, r, t) (MeanFlow) or the instantaneous one u(z, t, t) (flow matching, Euler)."""
     eps = torch.randn(x_cond.shape, generator=generator, dtype=x_cond.dtype).to(x_cond.device)
     keep = cond[..., None]
     z = torch.where(keep, x_cond, eps)
@@ -90,22 +103,6 @@ def sample_meanflow(fn: VelocityFn, x_cond: torch.Tensor, cond: torch.Tensor, st
     for i in range(steps):
         t = times[i].expand(b)
         r = times[i + 1].expand(b)
-        z = z - (t - r)[:, None, None] * fn(z, r, t)
-        z = torch.where(keep, x_cond, z)
-    return z
-
-
-@torch.no_grad()
-def sample_flow_matching(fn: VelocityFn, x_cond: torch.Tensor, cond: torch.Tensor, steps: int,
-                         generator: torch.Generator | None = None) -> torch.Tensor:
-    """Baseline Euler sampler with the instantaneous velocity v(z, t) = u(z, t, t)."""
-    eps = torch.randn(x_cond.shape, generator=generator, dtype=x_cond.dtype).to(x_cond.device)
-    keep = cond[..., None]
-    z = torch.where(keep, x_cond, eps)
-    times = torch.linspace(1.0, 0.0, steps + 1, device=x_cond.device)
-    b = x_cond.shape[0]
-    for i in range(steps):
-        t = times[i].expand(b)
-        z = z - (times[i] - times[i + 1]) * fn(z, t, t)
+        z = z - (t - r)[:, None, None] * fn(z, r if average else t, t)
         z = torch.where(keep, x_cond, z)
     return z
