@@ -61,6 +61,10 @@ class IdmPlan:
     routed: np.ndarray
     batch: PathBatch
 
+    def row(self, slot: int) -> int:
+        """The row of ``slot`` in this plan."""
+        return int(np.nonzero(self.slots == slot)[0][0])
+
 
 @dataclass(frozen=True)
 class PathProfile:
@@ -95,8 +99,12 @@ class PathProfile:
 class IdmCore:
     """The batched IDM computation shared by the NPC policy and the default ego planner."""
 
-    def __init__(self, params: IdmParams = IdmParams()) -> None:
+    def __init__(self, params: IdmParams = IdmParams(), plans_everyone: bool = False) -> None:
         self.params = params
+        self.plans_everyone = plans_everyone
+        """Plan every valid agent at once and answer each caller from that plan (set when the ego planner
+        and the NPC policy share this core: one computation per step instead of two)."""
+        self._last_plan: tuple[Agents, int, IdmPlan] | None = None
         self.conflicts = ConflictMap()
         self._paths: dict[tuple[int, ...], PathProfile] = {}
         self._memo_agents: Agents | None = None
@@ -108,6 +116,7 @@ class IdmCore:
         self._paths.clear()
         self._memo_agents, self._memo = None, {}
         self._waited_s = {}
+        self._last_plan = None
 
     def path(self, inp: PolicyInput, agent_id: int) -> RoutePath | None:
         profile = self.profile(inp, agent_id)
@@ -127,7 +136,19 @@ class IdmCore:
         return profile
 
     def plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
-        """IDM acceleration for ``slots`` given every agent in ``inp`` as a potential obstacle."""
+        """IDM acceleration for ``slots`` (at least: find a slot's row with ``IdmPlan.row``) given every agent
+        in ``inp`` as a potential obstacle. A core that ``plans_everyone`` plans all valid agents once per
+        state, so the ego planner and the NPC policy sharing it cost one computation per step."""
+        if not self.plans_everyone:
+            return self._plan(inp, slots)
+        last = self._last_plan
+        if last is not None and last[0] is inp.agents and last[1] == inp.step:
+            return last[2]
+        plan = self._plan(inp, np.nonzero(inp.agents.valid)[0])
+        self._last_plan = (inp.agents, inp.step, plan)
+        return plan
+
+    def _plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
         p, a = self.params, inp.agents
         slots = np.asarray(slots, dtype=np.int64)
         n = len(slots)
@@ -384,6 +405,8 @@ class IdmPolicy(Policy):
             return actions
         plan = self.core.plan(inp, slots)
         xy_next, yaw_next, _ = advance_on_paths(plan, a, inp.dt_s)
-        actions[slots, :2] = geometry.to_local(xy_next, a.xy[slots], a.yaw[slots])
-        actions[slots, 2] = geometry.wrap_angle(yaw_next - a.yaw[slots])
+        mine = np.isin(plan.slots, slots)
+        slots = plan.slots[mine]
+        actions[slots, :2] = geometry.to_local(xy_next[mine], a.xy[slots], a.yaw[slots])
+        actions[slots, 2] = geometry.wrap_angle(yaw_next[mine] - a.yaw[slots])
         return actions

@@ -7,7 +7,6 @@ it. Generators are plug-ins registered by name (``procedural``, ``learned``).
 from __future__ import annotations
 
 import abc
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,10 +20,15 @@ class IdAllocator:
     """Hands out increasing integer ids (lanes, agents, tiles); one per kind per world."""
 
     def __init__(self, start: int = 0) -> None:
-        self._counter = itertools.count(start)
+        self._next = start
 
     def __call__(self) -> int:
-        return next(self._counter)
+        self._next += 1
+        return self._next - 1
+
+    def peek(self) -> int:
+        """The id the next call will hand out."""
+        return self._next
 
 
 @dataclass(frozen=True)

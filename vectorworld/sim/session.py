@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policies.base import Policy, PolicyInput, make_policy
-from policies.ego import EgoPlanner, load_planner
+from policies.ego import EgoPlanner, load_planner, share_idm_core
 from vectorworld import DT_S, geometry
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
 from vectorworld.generation import make_generator
@@ -91,6 +91,7 @@ class Session:
         self.log_replay = config.npc_policy == "log-replay"
         self.npc_policy = npc_policy or (None if self.log_replay else make_policy(config.npc_policy))
         self.planner = planner or load_planner(config.planner)
+        share_idm_core(self.planner, self.npc_policy)
         self.scenario = None
         if config.scenario is not None:
             from vectorworld.data.sources import load_scenario

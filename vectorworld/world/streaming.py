@@ -179,7 +179,8 @@ class StreamingWorld:
         t0 = time.perf_counter()
         content = self.generator.generate(request)
         latency_ms = (time.perf_counter() - t0) * 1e3
-        generated = [self._commit(frame, content, latency_ms)]
+        tile = self._commit(frame, content, latency_ms)
+        generated = [] if tile is None else [tile]
         # A port the generator could not continue would be asked for again forever: remember it. Ports
         # on the tile border that head outward are left open on purpose (the next tile continues them).
         for p in ports:
@@ -189,16 +190,19 @@ class StreamingWorld:
             inside = bool(frame.contains(p.xy, -1.0))
             if still_open and (p.lane_id == port.lane_id or inside):
                 self._attempts[p.lane_id] = self._attempts.get(p.lane_id, 0) + 1
+                straight = None
                 if self._attempts[p.lane_id] == self.config.attempts_per_port and p.is_out:
-                    generated.append(self._extend_straight(p))
+                    straight = self._extend_straight(p)
+                if straight is not None:
+                    generated.append(straight)
                 elif self._attempts[p.lane_id] > self.config.attempts_per_port:
                     self._exhausted_ports.add(p.lane_id)
         return generated
 
-    def _extend_straight(self, port: Port) -> GeneratedTile:
+    def _extend_straight(self, port: Port) -> GeneratedTile | None:
         """Last resort for an out port the generator could not continue: a straight lane of
-        ``straight_fallback_m`` along the port heading (it may overlap other roads), so the world never
-        runs out of road; generation resumes from its end."""
+        ``straight_fallback_m`` along the port heading, so the world rarely runs out of road; generation
+        resumes from its end. None if even that would cut across another tile's road."""
         length = self.config.straight_fallback_m
         steps = np.linspace(0.0, length, int(length // 2.0) + 1)
         points = port.xy + steps[:, None] * np.array([np.cos(port.yaw), np.sin(port.yaw)])
@@ -208,32 +212,38 @@ class StreamingWorld:
         return self._commit(TileFrame((port.xy + points[-1]) / 2.0, port.yaw), content, 0.0, STRAIGHT_FALLBACK)
 
     def _commit(self, frame: TileFrame, content: TileContent, latency_ms: float,
-                generator_name: str | None = None) -> GeneratedTile:
-        tile_id = self.tile_ids()
-        name = generator_name or (self.generator.name if not content.used_fallback else "procedural-fallback")
-        tile = Tile(id=tile_id, center_xy=frame.center_xy, yaw=float(frame.yaw), order=tile_id, generator=name,
-                    lane_ids=tuple(lane.id for lane in content.lanes), latency_ms=latency_ms)
-        self.fallback_tiles += int(content.used_fallback)
+                generator_name: str | None = None) -> GeneratedTile | None:
+        """Add a tile's lanes and links to the world; None (and nothing added) if a new lane would cut across
+        another tile's road: a junction appearing under traffic already committed to its lanes is a crash
+        nobody could avoid, so the port is tried again (or becomes a dead end) instead."""
+        tile_id = self.tile_ids.peek()
         lanes = [dataclasses.replace(lane, tile_id=tile_id) for lane in content.lanes]
         self.graph.add(lanes)
-        for lane in lanes:
-            self.drivable.add(lane)
         for a, b in content.links:
             if a in self.graph and b in self.graph:
                 self.graph.connect(a, b)
-        self._mark_crossings([lane.id for lane in lanes])
+        new_ids = [lane.id for lane in lanes]
+        if any(la.tile_id != lb.tile_id for la, lb in self._unconnected_crossings(new_ids)):
+            self.graph.remove(new_ids)
+            return None
+        self.tile_ids()
+        for lane in lanes:
+            self.drivable.add(lane)
+        self._mark_crossings(new_ids)
+        name = generator_name or (self.generator.name if not content.used_fallback else "procedural-fallback")
+        tile = Tile(id=tile_id, center_xy=frame.center_xy, yaw=float(frame.yaw), order=tile_id, generator=name,
+                    lane_ids=tuple(new_ids), latency_ms=latency_ms)
+        self.fallback_tiles += int(content.used_fallback)
         self.tiles[tile_id] = tile
         return GeneratedTile(tile, content)
 
-    def _mark_crossings(self, new_ids: Sequence[int], max_length_m: float = 120.0) -> None:
-        """Mark as CONNECTOR every lane (new, or existing near the new ones) whose centreline crosses a
-        lane it is not connected to, or that merges with another lane into one. Real maps do not label
-        junction lanes, and a generated connector can cut through a through-lane: either way, junction
-        right of way must apply to both."""
+    def _unconnected_crossings(self, new_ids: Sequence[int]) -> list[tuple[Lane, Lane]]:
+        """Pairs of unrelated lanes (at least one of them new) whose centrelines cross, or pass closer than
+        ``CLOSE_PASS_M`` at an angle (a turn sweeping past a through-lane)."""
         import shapely
 
         if not new_ids:
-            return
+            return []
         new_set = set(new_ids)
         centre = np.mean([self.graph[i].points.mean(0) for i in new_ids], axis=0)
         reach = max(np.linalg.norm(self.graph[i].points - centre, axis=-1).max() for i in new_ids)
@@ -241,19 +251,28 @@ class StreamingWorld:
         lines = [shapely.LineString(self.graph[i].points) for i in ids]
         tree = shapely.STRtree(lines)
         crossing = set(zip(*tree.query(lines, predicate="crosses"), strict=True))
-        # Lanes that pass closer than a lane width at an angle (a turn sweeping past a through-lane).
         close = set(zip(*tree.query(lines, predicate="dwithin", distance=CLOSE_PASS_M), strict=True)) - crossing
+        pairs = []
         for a, b in sorted(crossing | close):
             la, lb = self.graph[ids[a]], self.graph[ids[b]]
             if a == b or not ({la.id, lb.id} & new_set) or _related(la, lb):
                 continue
             if (a, b) in close and not _at_an_angle(la, lb, lines[a], lines[b]):
                 continue
+            pairs.append((la, lb))
+        return pairs
+
+    def _mark_crossings(self, new_ids: Sequence[int], max_length_m: float = 120.0) -> None:
+        """Mark as CONNECTOR every lane (new, or existing near the new ones) that crosses a lane it is not
+        connected to, or that merges with another lane into one. Real maps do not label junction lanes, and
+        a generated connector can cut through a through-lane: either way, junction right of way must apply
+        to both."""
+        for la, lb in self._unconnected_crossings(new_ids):
             for lane in (la, lb):
-                if lane.lane_type != LaneType.CONNECTOR and lane.length_m <= max_length_m:
+                if self.graph[lane.id].lane_type != LaneType.CONNECTOR and lane.length_m <= max_length_m:
                     self.graph.set_type(lane.id, LaneType.CONNECTOR)
         # Lanes that merge into one lane take turns too (junction right of way: shared successor).
-        for lane_id in ids:
+        for lane_id in new_ids:
             lane = self.graph[lane_id]
             for succ in lane.successors:
                 if succ in self.graph and len(self.graph[succ].predecessors) > 1:
