@@ -15,7 +15,7 @@ import numpy as np
 from policies.base import Policy, PolicyInput, register_policy
 from policies.junctions import ConflictMap, JunctionRequest, grant_connectors
 from vectorworld import geometry
-from vectorworld.scene import Agents, LaneGraph, LaneType
+from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
 from vectorworld.world.path_batch import PathBatch
 from vectorworld.world.routes import RoutePath, build_path
 
@@ -79,6 +79,8 @@ class PathProfile:
     cap: np.ndarray
     connector: int
     connector_s: float
+    lanes: tuple[Lane, ...]
+    """The lanes it was built from (lanes are immutable values: a changed lane is a new object)."""
 
     @classmethod
     def build(cls, graph: LaneGraph, route: tuple[int, ...], p: IdmParams) -> PathProfile:
@@ -93,7 +95,7 @@ class PathProfile:
                 connector, connector_s = lane.id, start
                 break
             start += lane.length_m
-        return cls(path, cap, connector, connector_s)
+        return cls(path, cap, connector, connector_s, tuple(lanes))
 
 
 class IdmCore:
@@ -107,6 +109,7 @@ class IdmCore:
         self._last_plan: tuple[Agents, int, IdmPlan] | None = None
         self.conflicts = ConflictMap()
         self._paths: dict[tuple[int, ...], PathProfile] = {}
+        self._paths_version = -1
         self._memo_agents: Agents | None = None
         self._memo: dict[tuple[int, tuple[int, ...]], tuple[float, float]] = {}
         self._waited_s: dict[int, float] = {}
@@ -124,15 +127,20 @@ class IdmCore:
 
     def profile(self, inp: PolicyInput, agent_id: int) -> PathProfile | None:
         """The agent's route path with its speed caps and first junction entry (cached per route)."""
+        graph = inp.graph
+        if graph.version != self._paths_version:  # forget paths through lanes retired or changed since
+            self._paths = {k: pr for k, pr in self._paths.items() if all(graph.lanes.get(lane.id) is lane
+                                                                          for lane in pr.lanes)}
+            self._paths_version = graph.version
         route = tuple(inp.routes.get(agent_id, ()))
         profile = self._paths.get(route)
-        if profile is None or not all(i in inp.graph for i in route):  # cached, unless a lane was retired
-            known = tuple(i for i in route if i in inp.graph)
+        if profile is None:
+            known = tuple(i for i in route if i in graph)
             if not known:
                 return None
             if len(self._paths) > 4096:
                 self._paths.clear()
-            profile = self._paths[known] = PathProfile.build(inp.graph, known, self.params)
+            profile = self._paths[route] = PathProfile.build(graph, known, self.params)
         return profile
 
     def plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
@@ -256,18 +264,19 @@ class IdmCore:
         junction it cannot leave, so crossing traffic is never blocked by a queue spilling into it
         (committed agents enter anyway). Depends on the state only, so every core agrees."""
         a = inp.agents
-        in_traffic = np.array([bool(inp.routes.get(int(i))) for i in a.id])  # not parked cars, pedestrians
-        standing = a.valid & (a.speed < EXIT_BLOCKING_MPS) & in_traffic
+        standing = a.valid & (a.speed < EXIT_BLOCKING_MPS)
+        standing[standing] = [bool(inp.routes.get(int(i))) for i in a.id[standing]]  # not parked cars
         if not standing.any():
             return requests
+        if not requests:
+            return requests
         xy, ids = a.xy[standing], a.id[standing]
-        out = []
-        for req in requests:
-            end = inp.graph[req.connector].points[-1]
-            near = (np.linalg.norm(xy - end, axis=-1) < EXIT_CLEAR_M) & (ids != req.agent_id)
-            if req.committed or not near.any():
-                out.append(req)
-        return out
+        ends = np.array([inp.graph[req.connector].points[-1] for req in requests])
+        delta = xy[None] - ends[:, None]
+        near = (np.einsum("rak,rak->ra", delta, delta) < EXIT_CLEAR_M**2) & (
+            ids[None] != np.array([req.agent_id for req in requests])[:, None])
+        blocked = near.any(1)
+        return [req for req, b in zip(requests, blocked, strict=True) if req.committed or not b]
 
     def _update_waits(self, inp: PolicyInput, requests: list[JunctionRequest], granted: set[int]) -> None:
         """Time each agent has been held (standing, not granted) at its junction entry. Every core sees

@@ -136,19 +136,21 @@ def pairwise_box_overlap(xy: Array, yaw: Array, length: Array, width: Array, val
     """
     n = len(xy)
     result = np.zeros((n, n), dtype=bool)
-    if n < 2:
+    live = np.nonzero(valid)[0]
+    if len(live) < 2:
         return result
-    radius = 0.5 * np.hypot(length, width)
-    dist = np.linalg.norm(xy[:, None] - xy[None], axis=-1)
-    near = (dist < radius[:, None] + radius[None]) & valid[:, None] & valid[None]
-    np.fill_diagonal(near, False)
-    i, j = np.nonzero(np.triu(near))
+    radius = 0.5 * np.hypot(length[live], width[live])
+    delta = xy[live][:, None] - xy[live][None]
+    reach = radius[:, None] + radius[None]
+    near = np.einsum("ijk,ijk->ij", delta, delta) < reach * reach
+    i, j = np.nonzero(np.triu(near, 1))
     if len(i) == 0:
         return result
-    corners = box_corners(xy, yaw, length, width)
+    corners = box_corners(xy[live], yaw[live], length[live], width[live])
     hit = boxes_overlap(corners[i], corners[j])
-    result[i[hit], j[hit]] = True
-    result[j[hit], i[hit]] = True
+    a, b = live[i[hit]], live[j[hit]]
+    result[a, b] = True
+    result[b, a] = True
     return result
 
 

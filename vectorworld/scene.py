@@ -89,6 +89,8 @@ class LaneGraph:
     def __init__(self, cell_m: float = 16.0) -> None:
         self.cell_m = cell_m
         self.lanes: dict[int, Lane] = {}
+        self.version = 0
+        """Bumped by every change (lanes added or removed, edges, types): caches compare it."""
         self._cells: dict[tuple[int, int], set[int]] = defaultdict(set)
         self._lane_cells: dict[int, set[tuple[int, int]]] = {}
 
@@ -102,6 +104,7 @@ class LaneGraph:
         return self.lanes[lane_id]
 
     def add(self, lanes: Iterable[Lane]) -> None:
+        self.version += 1
         for lane in lanes:
             if lane.id in self.lanes:
                 raise ValueError(f"lane id {lane.id} already in the graph")
@@ -113,6 +116,7 @@ class LaneGraph:
 
     def remove(self, lane_ids: Iterable[int]) -> None:
         """Remove lanes and every edge that points at them."""
+        self.version += 1
         removed = {i for i in lane_ids if i in self.lanes}
         touched: set[int] = set()
         for lane_id in removed:
@@ -135,10 +139,12 @@ class LaneGraph:
 
     def set_type(self, lane_id: int, lane_type: LaneType) -> None:
         """Change a lane's type (e.g. mark a through-lane crossed by a connector as part of a junction)."""
+        self.version += 1
         self.lanes[lane_id] = dataclasses.replace(self.lanes[lane_id], lane_type=lane_type)
 
     def connect(self, from_id: int, to_id: int) -> None:
         """Add the successor edge from_id -> to_id (and the matching predecessor edge)."""
+        self.version += 1
         a, b = self.lanes[from_id], self.lanes[to_id]
         if to_id not in a.successors:
             self.lanes[from_id] = dataclasses.replace(a, successors=a.successors + (to_id,))

@@ -18,7 +18,7 @@ from policies.ego import EgoPlanner, load_planner, share_idm_core
 from vectorworld import DT_S, geometry
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
 from vectorworld.generation import make_generator
-from vectorworld.scene import Agents, AgentType, Lane, Tile
+from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
 from vectorworld.sim.commands import (
     ControlCommand,
     EgoCommand,
@@ -36,6 +36,8 @@ from vectorworld.world.streaming import STRAIGHT_FALLBACK
 
 STUCK_TIMEOUT_S = 20.0
 STUCK_PROGRESS_M = 1.0
+MOVING_MPS = 1.0
+"""Agents faster than this could be surprised by a junction appearing in front of them (see StreamingWorld)."""
 EGO_LENGTH_M = 4.8
 EGO_WIDTH_M = 2.0
 
@@ -289,8 +291,9 @@ class Session:
     def _cover(self) -> None:
         e = self.ego_slot
         route = self.routes.get(self.ego_id)
-        new = self.world.ensure_coverage(self.agents.xy[e], float(self.agents.yaw[e]),
-                                         route[-1] if route else None, self.agents.xy[self.agents.valid])
+        a = self.agents
+        new = self.world.ensure_coverage(a.xy[e], float(a.yaw[e]), route[-1] if route else None, a.xy[a.valid],
+                                         a.xy[a.valid & (a.speed > MOVING_MPS)])
         self._tile_ms_step = sum(g.tile.latency_ms for g in new)
         for generated in new:
             if generated.tile.generator != STRAIGHT_FALLBACK:  # not generated: no latency to report
@@ -300,8 +303,9 @@ class Session:
             self._spawn(generated.content.agents)
         if new:
             self.routes.extend(self.world.graph, self.route_rng, self.ego_id, dead_ends=self.world.dead_ends)
-            lanes = [lane for generated in new for lane in generated.content.lanes]
-            self._remove(parked_in_the_way(self.agents, set(self.routes.routes), lanes))
+            graph = self.world.graph
+            near = sorted({i for g in new for i in graph.near(g.tile.center_xy, TILE_SIZE_M)})
+            self._remove(parked_in_the_way(self.agents, set(self.routes.routes), [graph[i] for i in near]))
 
     def _spawn(self, spawns) -> None:  # noqa: ANN001 - AgentSpawns
         ego_xy = self.agents.xy[self.ego_slot]
@@ -341,7 +345,7 @@ class Session:
         route = self.routes.get(self.ego_id)
         dead = self.world.dead_ends
         if len(route) > 1 and any(i in dead for i in route[1:]):
-            self.routes.routes[self.ego_id] = route[:1]
+            self.routes.assign(self.ego_id, route[0])
             self.routes.extend(self.world.graph, self.route_rng, self.ego_id, dead_ends=dead)
 
     def _at_dead_end(self) -> bool:
@@ -372,11 +376,14 @@ class Session:
         if self.log_replay:
             return out
         graph = self.world.graph
+        slots, ends = [], []
         for slot in np.nonzero(self.agents.valid)[0]:
             route = self.routes.get(int(self.agents.id[slot]))
             if len(route) == 1 and route[0] in graph and not graph[route[0]].successors:
-                end, _ = graph[route[0]].end_pose
-                out[slot] = np.linalg.norm(self.agents.xy[slot] - end) < 4.0
+                slots.append(slot)
+                ends.append(graph[route[0]].points[-1])
+        if slots:
+            out[slots] = np.linalg.norm(self.agents.xy[slots] - np.array(ends), axis=-1) < 4.0
         return out
 
     # ----------------------------------------------------------------- views

@@ -97,16 +97,17 @@ at the curb by the generator keep 1.45 m."""
 
 
 def parked_in_the_way(agents: Agents, routed: set[int], lanes: list[Lane]) -> np.ndarray:
-    """(C,) parked cars and standing pedestrians (off every route) that a newly added lane runs into.
+    """(C,) parked cars and pedestrians (agents off every route) that ``lanes`` (new lanes and those near
+    them) run into.
 
-    They are placed clear of the lanes known when they spawn; a later tile may lay a junction connector
-    across the curb or sidewalk they stand on. The new road wins: they are removed.
+    They are placed clear of their own tile's lanes; a later tile may lay a junction connector across the
+    curb or sidewalk they stand on, and a sidewalk of a new tile may lie on a neighbouring tile's road.
+    The road wins: they are removed.
     """
     out = np.zeros(agents.capacity, bool)
     if not lanes:
         return out
-    parked = agents.valid & (agents.speed < 0.1)  # parked cars and standing pedestrians
-    parked &= np.array([int(i) not in routed for i in agents.id])
+    parked = agents.valid & np.array([int(i) not in routed for i in agents.id])
     slots = np.nonzero(parked)[0]
     if len(slots) == 0:
         return out

@@ -28,15 +28,16 @@ class PathBatch:
     def of(cls, polylines: Sequence[np.ndarray], arc_lengths: Sequence[np.ndarray] | None = None) -> PathBatch:
         """Pad ``polylines`` (each (Pi, 2), Pi >= 2); ``arc_lengths`` (each (Pi,)) if already known."""
         n = len(polylines)
-        count = np.array([len(p) for p in polylines], dtype=np.int64)
-        width = int(count.max()) if n else 2
-        points = np.empty((n, width, 2))
-        s = np.empty((n, width))
-        for row, line in enumerate(polylines):
-            k = len(line)
-            points[row, :k], points[row, k:] = line, line[-1]
-            arc = geometry.polyline_lengths(line) if arc_lengths is None else arc_lengths[row]
-            s[row, :k], s[row, k:] = arc, arc[-1]
+        if n == 0:
+            return cls(np.zeros((0, 2, 2)), np.zeros((0, 2)), np.zeros(0, np.int64))
+        count = np.fromiter(map(len, polylines), np.int64, n)
+        if arc_lengths is None:
+            arc_lengths = [geometry.polyline_lengths(line) for line in polylines]
+        rows, cols = _padded_index(count)
+        points = np.repeat(np.array([line[-1] for line in polylines])[:, None], int(count.max()), 1)
+        points[rows, cols] = np.concatenate(polylines)
+        s = np.repeat(np.array([arc[-1] for arc in arc_lengths])[:, None], int(count.max()), 1)
+        s[rows, cols] = np.concatenate(arc_lengths)
         return cls(points, s, count)
 
     @property
@@ -93,7 +94,14 @@ class PathBatch:
 
     def pad(self, values: Sequence[np.ndarray]) -> np.ndarray:
         """Per-point values (each (Pi,)) of the rows padded like the points: (N, P)."""
-        out = np.empty(self.s.shape)
-        for row, v in enumerate(values):
-            out[row, : len(v)], out[row, len(v):] = v, v[-1]
+        out = np.repeat(np.array([v[-1] for v in values], float)[:, None], self.s.shape[1], 1)
+        rows, cols = _padded_index(self.count)
+        out[rows, cols] = np.concatenate(values)
         return out
+
+
+def _padded_index(count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column (each (sum(count),)) of every real entry of rows with ``count`` entries each."""
+    rows = np.repeat(np.arange(len(count)), count)
+    cols = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    return rows, cols

@@ -60,12 +60,16 @@ class RouteBook:
     def __init__(self, min_ahead_m: float = 80.0) -> None:
         self.min_ahead_m = min_ahead_m
         self.routes: dict[int, list[int]] = {}
+        self._settled: dict[int, int] = {}  # agent id -> graph version its route was last extended as far as it goes
+        self._pruned_at = -1  # graph version the routes were last pruned at
 
     def assign(self, agent_id: int, lane_id: int) -> None:
         self.routes[agent_id] = [lane_id]
+        self._settled.pop(agent_id, None)
 
     def drop(self, agent_id: int) -> None:
         self.routes.pop(agent_id, None)
+        self._settled.pop(agent_id, None)
 
     def get(self, agent_id: int) -> list[int]:
         return self.routes.get(agent_id, [])
@@ -78,12 +82,16 @@ class RouteBook:
         changes least). Successors in ``dead_ends`` (lanes the world could not continue) are avoided
         whenever another successor exists.
         """
+        if self._settled.get(agent_id) == graph.version:
+            return  # neither the route nor the graph changed since it was extended
         route = self.routes.get(agent_id)
         if route:
             _prune(route, graph)
         if not route:
             return
-        while route_length(graph, route[1:]) < self.min_ahead_m:
+        ahead = route_length(graph, route[1:])
+        self._settled[agent_id] = graph.version
+        while ahead < self.min_ahead_m:
             successors = [i for i in graph[route[-1]].successors if i in graph]
             if not successors:
                 return
@@ -96,19 +104,25 @@ class RouteBook:
                 route.append(successors[int(np.argmin(turn))])
             else:
                 route.append(successors[int(rng.integers(len(successors)))])
+            ahead += graph[route[-1]].length_m
 
     def advance(self, graph: LaneGraph, agent_ids: np.ndarray, xy: np.ndarray, yaw: np.ndarray) -> None:
         """Drop route lanes the agents (ids (M,) at xy (M, 2), yaw (M,)) have driven past; re-localise any
         agent that left its route (more than 4 m beside its current lane). Batched over agents."""
         pending: list[tuple[int, list[int]]] = []  # (row, route) of agents whose first lane is to check
+        prune = graph.version != self._pruned_at
+        self._pruned_at = graph.version
         for row, agent_id in enumerate(agent_ids.tolist()):
             route = self.routes.get(agent_id)
             if route is not None:
-                _prune(route, graph)
+                if prune:
+                    _prune(route, graph)
                 pending.append((row, route))
         for row, route in pending:
             if not route:  # every lane of the route was retired
                 self._relocalise(graph, route, xy[row], float(yaw[row]))
+                self._settled.pop(int(agent_ids[row]), None)
+        ids = agent_ids.tolist()
         while pending:
             live = [(row, route) for row, route in pending if route]
             if not live:
@@ -120,9 +134,11 @@ class RouteBook:
             for (row, route), lane, s_k, lat_k in zip(live, lanes, s, lateral, strict=True):
                 if len(route) > 1 and s_k >= lane.length_m - 1e-6:
                     route.pop(0)  # past the end of this lane: check the next one
+                    self._settled.pop(ids[row], None)
                     pending.append((row, route))
                 elif abs(float(lat_k)) > 4.0:
                     self._relocalise(graph, route, xy[row], float(yaw[row]))
+                    self._settled.pop(ids[row], None)
 
     @staticmethod
     def _relocalise(graph: LaneGraph, route: list[int], xy: np.ndarray, yaw: float) -> None:
@@ -133,6 +149,7 @@ class RouteBook:
         for agent_id in list(self.routes):
             if agent_id not in agent_ids:
                 del self.routes[agent_id]
+                self._settled.pop(agent_id, None)
 
 
 def _prune(route: list[int], graph: LaneGraph) -> None:

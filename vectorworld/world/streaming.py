@@ -69,6 +69,9 @@ class StreamingWorld:
         self.fallback_tiles = 0
         self._exhausted_ports: set[int] = set()
         self._attempts: dict[int, int] = {}
+        self._quiet: tuple[int, int | None, np.ndarray] | None = None  # last look that found no open port
+        self._calls = 0  # ensure_coverage calls (the clock of deferrals)
+        self._deferred: dict[int, int] = {}  # port lane id -> call from which it may be tried again
 
     # ----------------------------------------------------------------- building
     def start(self, center_xy: np.ndarray | None = None, yaw: float = 0.0) -> GeneratedTile:
@@ -94,18 +97,27 @@ class StreamingWorld:
         self.lane_ids = IdAllocator(max(top + 1, 10_000_000))
 
     def ensure_coverage(self, ego_xy: np.ndarray, ego_yaw: float, route_end_lane: int | None,
-                        agents_xy: np.ndarray) -> list[GeneratedTile]:
+                        agents_xy: np.ndarray, moving_xy: np.ndarray | None = None) -> list[GeneratedTile]:
         """Generate tiles at open out ports within the look-ahead in front of the ego.
 
         The port at the end of the ego's route (``route_end_lane``) goes first. At most
-        ``max_tiles_per_update`` tiles are made per call; call again next step for more.
+        ``max_tiles_per_update`` tiles are made per call; call again next step for more. agents_xy (M, 2):
+        every agent (new agents are not spawned onto them); moving_xy (K, 2): the agents in motion -- a tile
+        whose road would cut across another road near one of them is deferred (see ``_commit``).
         """
+        self._calls += 1
+        quiet = self._quiet
+        if (quiet is not None and quiet[0] == self.graph.version and quiet[1] == route_end_lane
+                and np.linalg.norm(quiet[2] - ego_xy) < REQUERY_M):
+            return []  # nothing new within reach since the last look
         new: list[GeneratedTile] = []
         for _ in range(self.config.max_tiles_per_update):
             port = self._next_port(ego_xy, ego_yaw, route_end_lane)
             if port is None:
+                if not any(until > self._calls for until in self._deferred.values()):
+                    self._quiet = (self.graph.version, route_end_lane, np.array(ego_xy, float))
                 break
-            new.extend(self._generate_at(port, agents_xy))
+            new.extend(self._generate_at(port, agents_xy, moving_xy))
         return new
 
     def grow_at_random_end(self, rng: np.random.Generator) -> list[GeneratedTile] | None:
@@ -122,8 +134,12 @@ class StreamingWorld:
 
     def retire(self, ego_xy: np.ndarray) -> list[int]:
         """Drop tiles (and their lanes) farther than ``retention_m``; return the removed lane ids."""
-        far = [t for t in self.tiles.values()
-               if np.linalg.norm(t.center_xy - ego_xy) > self.config.retention_m]
+        tiles = list(self.tiles.values())
+        if not tiles:
+            return []
+        centres = np.array([t.center_xy for t in tiles])
+        distance = np.linalg.norm(centres - ego_xy, axis=-1)
+        far = [t for t, d in zip(tiles, distance, strict=True) if d > self.config.retention_m]
         removed: list[int] = []
         for tile in far:
             del self.tiles[tile.id]
@@ -152,8 +168,8 @@ class StreamingWorld:
 
     def _next_port(self, ego_xy: np.ndarray, ego_yaw: float, route_end_lane: int | None) -> Port | None:
         lookahead = self.config.lookahead_m
-        candidates = [p for p in self.open_ports(ego_xy, lookahead)
-                      if p.is_out and p.lane_id not in self._exhausted_ports]
+        candidates = [p for p in self.open_ports(ego_xy, lookahead) if p.is_out and p.lane_id not in
+                      self._exhausted_ports and self._deferred.get(p.lane_id, 0) <= self._calls]
         if not candidates:
             return None
         for port in candidates:
@@ -165,8 +181,9 @@ class StreamingWorld:
             return None
         return min(ahead, key=lambda p: (float(np.linalg.norm(p.xy - ego_xy)), p.lane_id))
 
-    def _generate_at(self, port: Port, agents_xy: np.ndarray) -> list[GeneratedTile]:
-        """The generated tile, followed by any straight continuation of a port it failed again."""
+    def _generate_at(self, port: Port, agents_xy: np.ndarray, moving_xy: np.ndarray | None) -> list[GeneratedTile]:
+        """The generated tile, followed by any straight continuation of a port it failed again; nothing
+        (and the port deferred) if the tile would surprise traffic."""
         frame = TileFrame(port.xy.copy(), port.yaw)
         radius = TILE_SIZE_M / np.sqrt(2.0) + self.config.port_margin_m
         ports = tuple(p for p in self.open_ports(port.xy, radius)
@@ -179,8 +196,11 @@ class StreamingWorld:
         t0 = time.perf_counter()
         content = self.generator.generate(request)
         latency_ms = (time.perf_counter() - t0) * 1e3
-        tile = self._commit(frame, content, latency_ms)
-        generated = [] if tile is None else [tile]
+        tile = self._commit(frame, content, latency_ms, moving_xy=moving_xy)
+        if tile is None:
+            self._deferred[port.lane_id] = self._calls + DEFER_CALLS
+            return []
+        generated = [tile]
         # A port the generator could not continue would be asked for again forever: remember it. Ports
         # on the tile border that head outward are left open on purpose (the next tile continues them).
         for p in ports:
@@ -188,34 +208,39 @@ class StreamingWorld:
             still_open = lane is not None and ((p.is_out and not lane.successors)
                                                or (not p.is_out and not lane.predecessors))
             inside = bool(frame.contains(p.xy, -1.0))
-            if still_open and (p.lane_id == port.lane_id or inside):
-                self._attempts[p.lane_id] = self._attempts.get(p.lane_id, 0) + 1
-                straight = None
-                if self._attempts[p.lane_id] == self.config.attempts_per_port and p.is_out:
-                    straight = self._extend_straight(p)
+            if not (still_open and (p.lane_id == port.lane_id or inside)):
+                continue
+            attempts = self._attempts[p.lane_id] = self._attempts.get(p.lane_id, 0) + 1
+            if attempts == self.config.attempts_per_port and p.is_out:
+                straight = self._extend_straight(p, moving_xy)
                 if straight is not None:
                     generated.append(straight)
-                elif self._attempts[p.lane_id] > self.config.attempts_per_port:
-                    self._exhausted_ports.add(p.lane_id)
+                else:  # it would surprise traffic: try again later
+                    self._attempts[p.lane_id] -= 1
+                    self._deferred[p.lane_id] = self._calls + DEFER_CALLS
+            elif attempts > self.config.attempts_per_port:
+                self._exhausted_ports.add(p.lane_id)
         return generated
 
-    def _extend_straight(self, port: Port) -> GeneratedTile | None:
+    def _extend_straight(self, port: Port, moving_xy: np.ndarray | None) -> GeneratedTile | None:
         """Last resort for an out port the generator could not continue: a straight lane of
         ``straight_fallback_m`` along the port heading, so the world rarely runs out of road; generation
-        resumes from its end. None if even that would cut across another tile's road."""
+        resumes from its end. None if even that would cut across another tile's road next to traffic."""
         length = self.config.straight_fallback_m
         steps = np.linspace(0.0, length, int(length // 2.0) + 1)
         points = port.xy + steps[:, None] * np.array([np.cos(port.yaw), np.sin(port.yaw)])
         lane = Lane(self.lane_ids(), points, width_m=port.width_m, speed_limit_mps=port.speed_limit_mps)
         content = TileContent(lanes=(lane,), links=((port.lane_id, lane.id),), agents=AgentSpawns.none(),
                               used_fallback=True)
-        return self._commit(TileFrame((port.xy + points[-1]) / 2.0, port.yaw), content, 0.0, STRAIGHT_FALLBACK)
+        return self._commit(TileFrame((port.xy + points[-1]) / 2.0, port.yaw), content, 0.0, STRAIGHT_FALLBACK,
+                            moving_xy)
 
     def _commit(self, frame: TileFrame, content: TileContent, latency_ms: float,
-                generator_name: str | None = None) -> GeneratedTile | None:
+                generator_name: str | None = None, moving_xy: np.ndarray | None = None) -> GeneratedTile | None:
         """Add a tile's lanes and links to the world; None (and nothing added) if a new lane would cut across
-        another tile's road: a junction appearing under traffic already committed to its lanes is a crash
-        nobody could avoid, so the port is tried again (or becomes a dead end) instead."""
+        another tile's road within ``SURPRISE_RADIUS_M`` of a moving agent (``moving_xy`` (K, 2)): a junction
+        appearing under traffic already committed to its lanes is a crash nobody could avoid, so the port is
+        deferred instead. Farther away (or with nobody moving near), the crossing becomes a junction."""
         tile_id = self.tile_ids.peek()
         lanes = [dataclasses.replace(lane, tile_id=tile_id) for lane in content.lanes]
         self.graph.add(lanes)
@@ -223,7 +248,7 @@ class StreamingWorld:
             if a in self.graph and b in self.graph:
                 self.graph.connect(a, b)
         new_ids = [lane.id for lane in lanes]
-        if any(la.tile_id != lb.tile_id for la, lb in self._unconnected_crossings(new_ids)):
+        if moving_xy is not None and self._surprises(new_ids, moving_xy):
             self.graph.remove(new_ids)
             return None
         self.tile_ids()
@@ -262,6 +287,21 @@ class StreamingWorld:
             pairs.append((la, lb))
         return pairs
 
+    def _surprises(self, new_ids: Sequence[int], agents_xy: np.ndarray) -> bool:
+        """Whether a new lane meets another tile's road (or the known map) near one of the agents."""
+        import shapely
+
+        if len(agents_xy) == 0:
+            return False
+        for la, lb in self._unconnected_crossings(new_ids):
+            if la.tile_id == lb.tile_id:
+                continue
+            meet = np.asarray(shapely.shortest_line(shapely.LineString(la.points),
+                                                    shapely.LineString(lb.points)).coords).mean(0)
+            if (np.linalg.norm(agents_xy - meet, axis=-1) < SURPRISE_RADIUS_M).any():
+                return True
+        return False
+
     def _mark_crossings(self, new_ids: Sequence[int], max_length_m: float = 120.0) -> None:
         """Mark as CONNECTOR every lane (new, or existing near the new ones) that crosses a lane it is not
         connected to, or that merges with another lane into one. Real maps do not label junction lanes, and
@@ -273,10 +313,9 @@ class StreamingWorld:
                     self.graph.set_type(lane.id, LaneType.CONNECTOR)
         # Lanes that merge into one lane take turns too (junction right of way: shared successor).
         for lane_id in new_ids:
-            lane = self.graph[lane_id]
-            for succ in lane.successors:
-                if succ in self.graph and len(self.graph[succ].predecessors) > 1:
-                    for merging in self.graph[succ].predecessors:
+            for target in (lane_id, *self.graph[lane_id].successors):  # a new lane merged into, or merging
+                if target in self.graph and len(self.graph[target].predecessors) > 1:
+                    for merging in self.graph[target].predecessors:
                         other = self.graph.lanes.get(merging)
                         if (other is not None and other.lane_type != LaneType.CONNECTOR
                                 and other.length_m <= max_length_m):
@@ -298,6 +337,12 @@ class StreamingWorld:
         return best
 
 
+DEFER_CALLS = 10
+"""A port whose tile would surprise traffic is tried again after this many coverage calls (steps)."""
+SURPRISE_RADIUS_M = 40.0
+"""A new lane may not cut across an existing road this close to an agent (m): it could not yield in time."""
+REQUERY_M = 2.0
+"""An unchanged world is searched for open ports again once the ego has moved this far (m)."""
 STRAIGHT_FALLBACK = "straight-fallback"
 """Generator name of the straight lanes that continue a port no generator could continue."""
 CLOSE_PASS_M = 2.5
