@@ -23,3 +23,15 @@ def test_parked_in_the_way_of_new_lane_only():
     out = parked_in_the_way(agents, routed={13}, lanes=[lane])
     assert out.tolist() == [False, False, True, False]
     assert not parked_in_the_way(agents, routed=set(), lanes=[]).any()
+
+
+def test_walking_pedestrian_on_a_road_is_in_the_way():
+    a = Agents.empty(2)
+    arrays = {f.name: getattr(a, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][:], arrays["valid"][:], arrays["agent_type"][:] = [20, 21], True, 2
+    arrays["xy"][:] = [(10.0, -1.4), (30.0, -4.5)]  # on the lane's edge; well beyond it
+    arrays["speed"][:] = 1.2  # walking: it will stop when it has no route, wherever it stands
+    arrays["length"][:], arrays["width"][:] = 0.6, 0.6
+    xs = np.linspace(0.0, 100.0, 51)
+    lane = Lane(1, np.stack([xs, np.zeros_like(xs)], -1), width_m=3.5)
+    assert parked_in_the_way(Agents(**arrays), routed=set(), lanes=[lane]).tolist() == [True, False]

@@ -4,9 +4,10 @@ import numpy as np
 
 import tests.straight_world  # noqa: F401 - registers "test-straight"
 from vectorworld.generation import make_generator
-from vectorworld.scene import Lane
+from vectorworld.scene import Lane, LaneType
 from vectorworld.world import StreamingWorld, WorldConfig
 from vectorworld.world.drivable import DrivableGrid
+from vectorworld.world.streaming import DEFER_CALLS
 
 
 def test_coverage_follows_the_ego_and_retires_behind():
@@ -44,3 +45,36 @@ def test_drivable_grid_add_remove_and_tolerance():
     assert grid.contains(pts).tolist() == [True, True, False, False, False]
     grid.remove(7)
     assert not grid.contains(pts).any()
+
+
+def _world_with_a_cross_road() -> StreamingWorld:
+    """The straight test road (tile 0 ends at x = 40 m; the next tile would reach x = 80 m) and a known
+    north-south road at x = 60 m that the next tile's lanes would cut across."""
+    world = StreamingWorld(make_generator("test-straight"), np.random.default_rng(0))
+    world.start()
+    ys = np.linspace(-40.0, 40.0, 17)
+    world.add_known_map([Lane(10_000, np.stack([np.full_like(ys, 60.0), ys], -1), width_m=3.5)])
+    return world
+
+
+def test_a_crossing_near_moving_traffic_is_deferred_until_clear():
+    world = _world_with_a_cross_road()
+    ego, nobody = np.array([0.0, -1.75]), np.zeros((0, 2))
+    driving_at_the_crossing = np.array([[60.0, 20.0]])
+    road_ends = [i for i, lane in world.graph.lanes.items() if i != 10_000 and lane.points[-1, 0] > 39.0]
+    world.ensure_coverage(ego, 0.0, None, driving_at_the_crossing, driving_at_the_crossing)
+    assert world.graph[10_000].lane_type == LaneType.SURFACE_STREET
+    continued = []
+    for _ in range(DEFER_CALLS):
+        continued.append(all(world.graph[i].successors for i in road_ends))
+        world.ensure_coverage(ego, 0.0, None, nobody, nobody)
+    assert not any(continued), "the road is not continued while the deferral lasts"
+    assert all(world.graph[i].successors for i in road_ends), "it is continued once the deferral is over"
+    assert world.graph[10_000].lane_type == LaneType.CONNECTOR  # the crossing is a junction now
+
+
+def test_a_crossing_far_from_traffic_becomes_a_junction_at_once():
+    world = _world_with_a_cross_road()
+    far_away = np.array([[60.0, 300.0]])
+    assert world.ensure_coverage(np.array([0.0, -1.75]), 0.0, None, far_away, far_away)
+    assert world.graph[10_000].lane_type == LaneType.CONNECTOR
