@@ -2,6 +2,11 @@
 
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +54,35 @@ def test_workers_and_ray_give_identical_episodes(tmp_path, monkeypatch):
         assert records == serial, name
     if "ray" not in results:
         pytest.skip("ray is not installed: checked --workers 1 and 2 only")
+
+
+ORPHAN_PARENT = """
+import multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from vectorworld.batch.backends import _init_worker
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                               initargs=(1,))
+    print(pool.submit(os.getpid).result(), flush=True)
+    pool.submit(time.sleep, 120)
+    time.sleep(120)
+"""
+
+
+def test_workers_exit_when_the_parent_is_killed(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(ORPHAN_PARENT)
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    worker = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 15.0
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(worker, signal.SIGKILL)
+    raise AssertionError("the pool worker kept running after its parent was killed")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import multiprocessing
 import os
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -56,14 +57,24 @@ class SerialBackend(Backend):
 
 
 def _init_worker(threads: int) -> None:
-    """Pool initializer: cap math-library threads so K workers do not oversubscribe the cores."""
+    """Pool initializer: cap math-library threads so K workers do not oversubscribe the cores, and exit if
+    the parent dies (a killed ``rollout`` must not leave its workers running episodes nobody collects)."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, str(threads))
     import sys
+    import threading
+
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True, name="orphan-watch").start()
 
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(threads)
+
+
+def _exit_when_orphaned(parent_pid: int, poll_s: float = 1.0) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(poll_s)
+    os._exit(1)
 
 
 class LocalPoolBackend(Backend):

@@ -248,13 +248,14 @@ class StreamingWorld:
             if a in self.graph and b in self.graph:
                 self.graph.connect(a, b)
         new_ids = [lane.id for lane in lanes]
-        if moving_xy is not None and self._surprises(new_ids, moving_xy):
+        crossings = self._unconnected_crossings(new_ids)
+        if moving_xy is not None and self._surprises(crossings, moving_xy):
             self.graph.remove(new_ids)
             return None
         self.tile_ids()
         for lane in lanes:
             self.drivable.add(lane)
-        self._mark_crossings(new_ids)
+        self._mark_crossings(new_ids, crossings)
         name = generator_name or (self.generator.name if not content.used_fallback else "procedural-fallback")
         tile = Tile(id=tile_id, center_xy=frame.center_xy, yaw=float(frame.yaw), order=tile_id, generator=name,
                     lane_ids=tuple(new_ids), latency_ms=latency_ms)
@@ -287,13 +288,15 @@ class StreamingWorld:
             pairs.append((la, lb))
         return pairs
 
-    def _surprises(self, new_ids: Sequence[int], agents_xy: np.ndarray) -> bool:
-        """Whether a new lane meets another tile's road (or the known map) near one of the agents."""
+    @staticmethod
+    def _surprises(crossings: list[tuple[Lane, Lane]], agents_xy: np.ndarray) -> bool:
+        """Whether one of the ``crossings`` joins two tiles' roads (or a tile's and the known map's) near one of
+        the agents."""
         import shapely
 
         if len(agents_xy) == 0:
             return False
-        for la, lb in self._unconnected_crossings(new_ids):
+        for la, lb in crossings:
             if la.tile_id == lb.tile_id:
                 continue
             meet = np.asarray(shapely.shortest_line(shapely.LineString(la.points),
@@ -302,12 +305,13 @@ class StreamingWorld:
                 return True
         return False
 
-    def _mark_crossings(self, new_ids: Sequence[int], max_length_m: float = 120.0) -> None:
+    def _mark_crossings(self, new_ids: Sequence[int], crossings: list[tuple[Lane, Lane]] | None = None,
+                        max_length_m: float = 120.0) -> None:
         """Mark as CONNECTOR every lane (new, or existing near the new ones) that crosses a lane it is not
         connected to, or that merges with another lane into one. Real maps do not label junction lanes, and
         a generated connector can cut through a through-lane: either way, junction right of way must apply
         to both."""
-        for la, lb in self._unconnected_crossings(new_ids):
+        for la, lb in self._unconnected_crossings(new_ids) if crossings is None else crossings:
             for lane in (la, lb):
                 if self.graph[lane.id].lane_type != LaneType.CONNECTOR and lane.length_m <= max_length_m:
                     self.graph.set_type(lane.id, LaneType.CONNECTOR)
@@ -337,7 +341,7 @@ class StreamingWorld:
         return best
 
 
-DEFER_CALLS = 10
+DEFER_CALLS = 20
 """A port whose tile would surprise traffic is tried again after this many coverage calls (steps)."""
 SURPRISE_RADIUS_M = 40.0
 """A new lane may not cut across an existing road this close to an agent (m): it could not yield in time."""
