@@ -61,6 +61,17 @@ class ConflictMap:
             self._cache[key] = hit
         return hit
 
+    def any_conflict(self, graph: LaneGraph, a: int, others: Sequence[int]) -> bool:
+        """Whether connector ``a`` conflicts with any of ``others`` (the hot loop of granting)."""
+        cache = self._cache
+        for b in others:
+            hit = cache.get((a, b) if a < b else (b, a))
+            if hit is None:
+                hit = self.conflict(graph, a, b)
+            if hit and a != b:
+                return True
+        return False
+
     def forget(self, lane_ids: Sequence[int]) -> None:
         gone = set(lane_ids)
         self._cache = {k: v for k, v in self._cache.items() if k[0] not in gone and k[1] not in gone}
@@ -100,7 +111,7 @@ def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[in
         return (not r.committed, wait < patience_s, -wait if wait >= patience_s else 0.0, r.distance_m, r.agent_id)
 
     for req in sorted(requests, key=priority):
-        if req.committed or not any(conflicts.conflict(graph, req.connector, c) for c in taken):
+        if req.committed or not conflicts.any_conflict(graph, req.connector, taken):
             granted.add(req.agent_id)
             taken.append(req.connector)
         elif waited.get(req.agent_id, 0.0) >= patience_s:

@@ -7,11 +7,18 @@
 ...         obs = session.step(command=None)       # None: the server's built-in planner drives
 ...     report = session.close()
 
+Encoding: sessions are created with LANE_DELIVERY_DELTA (a reply carries only the lanes that changed since
+the previous one; the session object keeps the rest) and AGENT_LAYOUT_TABLE (agents as packed columns), the
+cheapest encodings; the Observation objects are the same as with ``lane_delivery="full"`` and
+``agent_layout="messages"``.
+
 Retries: read-only calls (GetSession, ListSessions) are retried on UNAVAILABLE / DEADLINE_EXCEEDED with
 exponential backoff. A Step is retried with the *same* expected step index, so a retry can never apply a
 command twice: if the first attempt had in fact been applied, the server answers ABORTED and the client
-reads the session (GetSession) and returns its observation when it is exactly one step further.
-CreateSession, CloseSession and streams are not retried (not idempotent).
+reads the session (GetSession, whose observation always carries every lane, the base of the next lane
+delta) and returns its observation when it is exactly one step further. After any other ABORTED step (the
+session was stepped by someone else), :meth:`RemoteSession.resync` reads the current state and stepping
+continues from there. CreateSession, CloseSession and streams are not retried (not idempotent).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any, TypeVar
 import grpc
 
 from sim_server import simulator_service_pb2_grpc
+from vectorworld.errors import DataFormatError
 from vectorworld.sim import wire
 from vectorworld.sim.commands import EgoCommand
 from vectorworld.sim.observation import Observation
@@ -34,6 +42,10 @@ from vectorworld.v1 import simulator_service_pb2 as pb
 
 T = TypeVar("T")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+LANE_DELIVERY = {"full": wire.LANE_DELIVERY_FULL, "delta": wire.LANE_DELIVERY_DELTA}
+"""``create_session(lane_delivery=...)`` names -> CreateSessionRequest.lane_delivery."""
+AGENT_LAYOUT = {"messages": wire.AGENT_LAYOUT_MESSAGES, "table": wire.AGENT_LAYOUT_TABLE}
+"""``create_session(agent_layout=...)`` names -> CreateSessionRequest.agent_layout."""
 
 
 @dataclass(frozen=True)
@@ -76,27 +88,39 @@ class SimClient:
     def create_session(self, seed: int = 0, target_km: float | None = None, generator: str = "",
                        npc_policy: str = "", planner: str = "", scenario: str = "",
                        observation_radius_m: float | None = None, max_steps: int | None = None,
+                       lane_delivery: str = "delta", agent_layout: str = "table",
                        **optional: Any) -> RemoteSession:
         """Create and reset a session; empty / None arguments take the server's defaults.
+        ``lane_delivery``: "delta" (replies carry only the lanes that changed; the session object rebuilds
+        the complete lanes) or "full"; ``agent_layout``: "table" (packed columns) or "messages". Either way
+        the observations are the same values; the defaults are the cheapest.
         ``optional``: agent_capacity, terminate_on_collision, ego_start_speed_mps."""
+        if lane_delivery not in LANE_DELIVERY:
+            raise ValueError(f"lane_delivery must be one of {sorted(LANE_DELIVERY)}, got {lane_delivery!r}")
+        if agent_layout not in AGENT_LAYOUT:
+            raise ValueError(f"agent_layout must be one of {sorted(AGENT_LAYOUT)}, got {agent_layout!r}")
         config = session_pb2.SessionConfig(seed=seed, generator=generator, npc_policy=npc_policy,
                                            planner=planner, scenario=scenario, **optional)
         for name, value in (("target_km", target_km), ("observation_radius_m", observation_radius_m),
                             ("max_steps", max_steps)):
             if value is not None:
                 setattr(config, name, value)
-        response = self.stub.CreateSession(pb.CreateSessionRequest(config=config), timeout=self.timeout_s,
-                                           metadata=self.metadata)
+        request = pb.CreateSessionRequest(config=config, lane_delivery=LANE_DELIVERY[lane_delivery],
+                                          agent_layout=AGENT_LAYOUT[agent_layout])
+        response = self.stub.CreateSession(request, timeout=self.timeout_s, metadata=self.metadata)
         lanes = wire.LaneDecodeCache()
         return RemoteSession(self, response.session_id, response.step,
                              wire.observation_from_proto(response.observation, lanes), lanes)
 
     def session(self, session_id: str) -> RemoteSession:
         """Attach to an existing session (reads its current state)."""
-        status = self.get_session(session_id, include_observation=True)
-        return RemoteSession(self, session_id, status.step, status.observation)
+        lanes = wire.LaneDecodeCache()
+        status = self.get_session(session_id, include_observation=True, lane_cache=lanes)
+        return RemoteSession(self, session_id, status.step, status.observation, lanes)
 
-    def get_session(self, session_id: str, include_observation: bool = False) -> SessionStatus:
+    def get_session(self, session_id: str, include_observation: bool = False,
+                    lane_cache: wire.LaneDecodeCache | None = None) -> SessionStatus:
+        """The session's state; its observation (complete lanes) also seeds ``lane_cache`` if given."""
         response = self._retry(lambda: self.stub.GetSession(
             pb.GetSessionRequest(session_id=session_id, include_observation=include_observation),
             timeout=self.timeout_s, metadata=self.metadata))
@@ -106,7 +130,7 @@ class SimClient:
                              finished=info.state == pb.SESSION_STATE_FINISHED,
                              end_reason=wire.end_reason_from_proto(info.end_reason).value, km=info.km,
                              report=wire.report_from_proto(response.report),
-                             observation=wire.observation_from_proto(response.observation)
+                             observation=wire.observation_from_proto(response.observation, lane_cache)
                              if response.HasField("observation") else None)
 
     def list_sessions(self) -> list[pb.SessionInfo]:
@@ -172,8 +196,9 @@ class RemoteSession:
             except grpc.RpcError as err:
                 code = err.code()
                 if code == grpc.StatusCode.ABORTED and attempt > 0:
-                    # A previous attempt may have been applied: adopt the state if it is one step on.
-                    status = self.client.get_session(self.id, include_observation=True)
+                    # A previous attempt may have been applied: adopt the state if it is one step on (its
+                    # lanes are complete, and they are the base of the next reply's lane delta).
+                    status = self.client.get_session(self.id, include_observation=True, lane_cache=self._lanes)
                     if status.step == expected + 1 and status.observation is not None:
                         self.step_index, self.observation = status.step, status.observation
                         return status.observation
@@ -206,7 +231,8 @@ class RemoteSession:
                     command = next(iterator)
                 except StopIteration:
                     return
-                request = pb.StreamSessionRequest(session_id=self.id, expected_step=first + k)
+                # the session id is required in the first request only
+                request = pb.StreamSessionRequest(session_id="" if k else self.id, expected_step=first + k)
                 wire.command_to_proto(command, request.command)
                 k += 1
                 yield request
@@ -226,7 +252,26 @@ class RemoteSession:
         """Close the session; returns its episode report."""
         return self.client.close_session(self.id)
 
+    def resync(self) -> Observation:
+        """Re-read the session's current step and complete observation (after a lost reply or an ABORTED
+        step, e.g. another client stepped the session); later steps continue from there."""
+        status = self.client.get_session(self.id, include_observation=True, lane_cache=self._lanes)
+        if status.observation is None:  # pragma: no cover - the server always sends it when asked
+            raise RuntimeError(f"session {self.id}: GetSession returned no observation")
+        self.step_index, self.observation = status.step, status.observation
+        return status.observation
+
     def _advance(self, step: int, message: Any) -> Observation:
+        if message.lane_delivery == wire.LANE_DELIVERY_DELTA and not self._lanes.holds(message.lane_base_step):
+            # A lane delta on an observation this object never decoded (it cannot happen while this object
+            # is the session's only driver): read the complete observation of that step instead.
+            status = self.client.get_session(self.id, include_observation=True, lane_cache=self._lanes)
+            if status.step != step or status.observation is None:
+                raise DataFormatError(f"session {self.id}: reply {step} carries lanes as a delta on step "
+                                      f"{message.lane_base_step}, which this client does not hold, and the "
+                                      f"session has moved on to step {status.step}; call resync()")
+            self.step_index, self.observation = step, status.observation
+            return self.observation
         self.step_index = step
         self.observation = wire.observation_from_proto(message, self._lanes)
         return self.observation

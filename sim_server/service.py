@@ -20,6 +20,10 @@ anything else                                          INTERNAL             bug;
 ABORTED (not FAILED_PRECONDITION) for a step mismatch because it is a concurrency conflict: the client
 should re-read the session (GetSession) and continue from its current step, as gRPC recommends for
 read-modify-write conflicts.
+
+Observation encodings (CreateSessionRequest.lane_delivery / agent_layout) are per session: a
+LANE_DELIVERY_DELTA session's lane encoder lives in its ManagedSession and is fed the session's observations
+in step order under its lock (CreateSession, Step, StreamSession); GetSession always answers complete lanes.
 """
 
 from __future__ import annotations
@@ -54,12 +58,15 @@ from vectorworld.errors import (
     StepMismatchError,
 )
 from vectorworld.sim import wire
+from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import SessionConfig
 from vectorworld.v1 import simulator_service_pb2 as pb
+from vectorworld.v1 import world_pb2
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 US_PER_STEP = int(round(DT_S * 1e6))
+FULL, DELTA = world_pb2.LANE_DELIVERY_FULL, world_pb2.LANE_DELIVERY_DELTA
 
 _CODES: tuple[tuple[type[BaseException], grpc.StatusCode], ...] = (
     (CommandError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -100,12 +107,17 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
                 raise ConfigError(f"config.planner {config.planner!r}: plug-in planners are disabled on "
                                   f"this server; use a built-in planner name such as 'idm'")
             config = self._confine_scenario(config)
+            delta = _lane_delta(request.lane_delivery)
+            table = _agent_table(request.agent_layout)
             managed, obs = self.manager.create(config)
             self.metrics.sessions_created.inc()
             response = pb.CreateSessionResponse(session_id=managed.id, step=obs.step,
                                                 sim_time_us=obs.sim_time_us,
                                                 config=wire.config_to_proto(config))
-            wire.observation_to_proto(obs, response.observation, managed.lane_memo)
+            with self.manager.locked(managed.id):  # the first observation: complete, the lane deltas' base
+                managed.lane_delta = wire.LaneDeltaEncoder() if delta else None
+                managed.agent_table = table
+                wire.observation_to_proto(obs, response.observation, managed.lane_memo, managed.lane_delta, table)
             return response
 
         return self._call("CreateSession", context, run)
@@ -145,8 +157,9 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             self._info(managed, response.info)
             response.step, response.sim_time_us = response.info.step, response.info.sim_time_us
             response.report.CopyFrom(wire.report_to_proto(report))
-            if obs is not None:
-                wire.observation_to_proto(obs, response.observation, managed.lane_memo)
+            if obs is not None:  # complete lanes (never a delta), in the session's agent layout
+                wire.observation_to_proto(obs, response.observation, managed.lane_memo,
+                                          agent_table=managed.agent_table)
             return response
 
         return self._call("GetSession", context, run)
@@ -216,13 +229,16 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             raise ConfigError(f"expected_step must be >= 0, got {expected_step}")
         command = wire.command_from_proto(command_msg)
         managed = self.manager.get(session_id)
+
+        def deliver(held: ManagedSession, obs: Observation) -> None:  # under the session lock, in step order
+            response.session_id, response.step, response.sim_time_us = session_id, obs.step, obs.sim_time_us
+            wire.observation_to_proto(obs, response.observation, held.lane_memo, held.lane_delta, held.agent_table)
+
         try:
-            obs = self.manager.step(session_id, command, expected_step)
+            self.manager.step(session_id, command, expected_step, deliver)
         except StepMismatchError:
             context.set_trailing_metadata((("vw-current-step", str(managed.session.step_index)),))
             raise
-        response.session_id, response.step, response.sim_time_us = session_id, obs.step, obs.sim_time_us
-        wire.observation_to_proto(obs, response.observation, managed.lane_memo)
         self.metrics.steps.inc()
         self.metrics.step_latency.observe(time.perf_counter() - t0)
 
@@ -237,6 +253,8 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
         out.km = session.metrics.distance_m / 1000.0
         out.config.CopyFrom(wire.config_to_proto(session.config))
         out.age_s, out.idle_s = max(now - managed.created_s, 0.0), max(now - managed.last_used_s, 0.0)
+        out.lane_delivery = FULL if managed.lane_delta is None else DELTA
+        out.agent_layout = world_pb2.AGENT_LAYOUT_TABLE if managed.agent_table else world_pb2.AGENT_LAYOUT_MESSAGES
 
     def _call(self, method: str, context: grpc.ServicerContext, run: Callable[[], T]) -> T:
         """Run one RPC body; map exceptions to status codes and count the outcome."""
@@ -254,6 +272,23 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             context.abort(code, message[:2000])
         self.metrics.rpcs.inc(method, "OK")
         return result
+
+
+def _lane_delta(value: int) -> bool:
+    """Whether CreateSessionRequest.lane_delivery asks for deltas; ConfigError for a value outside the enum."""
+    if value not in (world_pb2.LANE_DELIVERY_UNSPECIFIED, FULL, DELTA):
+        raise ConfigError(f"lane_delivery = {value} is not a LaneDelivery value (0 UNSPECIFIED = FULL, "
+                          f"1 FULL, 2 DELTA)")
+    return value == DELTA
+
+
+def _agent_table(value: int) -> bool:
+    """Whether CreateSessionRequest.agent_layout asks for an AgentTable; ConfigError outside the enum."""
+    if value not in (world_pb2.AGENT_LAYOUT_UNSPECIFIED, world_pb2.AGENT_LAYOUT_MESSAGES,
+                     world_pb2.AGENT_LAYOUT_TABLE):
+        raise ConfigError(f"agent_layout = {value} is not an AgentLayout value (0 UNSPECIFIED = MESSAGES, "
+                          f"1 MESSAGES, 2 TABLE)")
+    return value == world_pb2.AGENT_LAYOUT_TABLE
 
 
 def _require_id(session_id: str) -> None:

@@ -23,7 +23,7 @@ from vectorworld.errors import VectorWorldError
 from vectorworld.sim.commands import EgoCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session, SessionConfig
-from vectorworld.sim.wire import LaneEncodeMemo
+from vectorworld.sim.wire import LaneDeltaEncoder, LaneEncodeMemo
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,11 @@ class ManagedSession:
     failure: str | None = None
     closed: bool = False
     lane_memo: LaneEncodeMemo = field(default_factory=LaneEncodeMemo, repr=False)
-    """The lanes of the last observation sent, already encoded (most steps show the same lanes)."""
+    """The lanes of the last complete observation sent, already encoded (most steps show the same lanes)."""
+    lane_delta: LaneDeltaEncoder | None = field(default=None, repr=False)
+    """LANE_DELIVERY_DELTA sessions: the lanes of the last observation sent (used under ``lock`` only)."""
+    agent_table: bool = False
+    """AGENT_LAYOUT_TABLE sessions: observations carry their agents as one AgentTable."""
 
 
 SessionFactory = Callable[[SessionConfig], Session]
@@ -138,9 +142,12 @@ class SessionManager:
             with self._lock:
                 self._reserved -= 1
 
-    def step(self, session_id: str, command: EgoCommand | None, expected_step: int) -> Observation:
+    def step(self, session_id: str, command: EgoCommand | None, expected_step: int,
+             deliver: Callable[[ManagedSession, Observation], None] | None = None) -> Observation:
         """One step under the session's lock. Engine errors (CommandError, StepMismatchError,
-        EpisodeFinishedError) pass through; any other error marks the session failed and re-raises."""
+        EpisodeFinishedError) pass through; any other error marks the session failed and re-raises.
+        ``deliver`` runs after a successful step, still under the lock (encoding an observation whose
+        lanes are a delta on the previous one must follow the session's step order)."""
         with self.locked(session_id) as managed:
             t0 = time.perf_counter()
             try:
@@ -155,6 +162,8 @@ class SessionManager:
             new_tiles, managed.tiles_seen = list(tiles[managed.tiles_seen:]), len(tiles)
             if self.on_step is not None:
                 self.on_step(managed, engine_s, new_tiles)
+            if deliver is not None:
+                deliver(managed, obs)
             return obs
 
     def report(self, session_id: str, observe: bool = False

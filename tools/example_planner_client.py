@@ -5,10 +5,12 @@ Usage::
     python tools/example_planner_client.py                     # starts an in-process server on loopback
     python tools/example_planner_client.py --target localhost:50051 --token "$VECTORWORLD_TOKEN"
     python tools/example_planner_client.py --stream            # one StreamSession instead of Step calls
+    python tools/example_planner_client.py --plain-encoding    # every lane, one Agent message per agent
 
 Everything the planner knows comes from the observation on the wire (the ego, the agents around it, the
 route centreline); it answers with ControlCommand (acceleration, steering) each 0.1 s step. It is a
-template for planner teams, not a strong planner.
+template for planner teams, not a strong planner. The client asks for the compact observation encoding (lane
+deltas, an agent table); ``--plain-encoding`` gets the plain one, with the same observations.
 """
 
 from __future__ import annotations
@@ -106,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generator", default="", help="tile generator (default: the server's)")
     parser.add_argument("--stream", action="store_true", help="use StreamSession instead of Step")
+    parser.add_argument("--plain-encoding", action="store_true",
+                        help="full lanes and one Agent message per agent in every observation")
     args = parser.parse_args(argv)
     server = None
     target = args.target
@@ -119,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         import tests.straight_world  # noqa: F401 - registers the test generator (in-process server)
     try:
         with SimClient(target, token=args.token) as client:
+            encoding = {"lane_delivery": "full", "agent_layout": "messages"} if args.plain_encoding else {}
             session = client.create_session(seed=args.seed, target_km=args.km, generator=args.generator,
-                                            max_steps=int(args.km * 1000 / 1.0 / 0.1))
+                                            max_steps=int(args.km * 1000 / 1.0 / 0.1), **encoding)
             obs = drive(session, args.stream)
             report = session.close()
     finally:

@@ -4,6 +4,7 @@ Usage::
 
     python tools/load_test.py                        # 300-step overhead runs, 32 x 500 load, 1,000 churned
     python tools/load_test.py --sessions 8 --steps 100 --churn 100 --generator test-straight
+    python tools/load_test.py --compare --rounds 3 --skip-load    # plain vs compact encoding, interleaved
 
 The server runs in a child process (this script with ``--serve``), so client and server do not share a
 GIL. The child records, for every step, the engine time (``SessionManager.on_step``: ``Session.step``
@@ -12,10 +13,13 @@ observation encode), and answers ``engine`` / ``stats`` / ``quit`` lines on its 
 
 Phases:
 
-1. overhead: one session over StreamSession (lock-step, one request per step), then one over unary Step.
-   Per step: the client-observed latency (command handed to the client -> typed Observation back), the
-   engine time of that same step on the server, and their difference: what the service adds (command
-   encode/decode, observation encode, transport, client decode). p50/p99 of each, first steps skipped.
+1. overhead: one session over StreamSession (lock-step, one request per step), then one over unary Step,
+   per observation encoding (``--lanes`` delta/full, ``--agents`` table/messages; by default delta lanes and an
+   agent table, as the Python client; ``--compare`` alternates them with the plain encoding, full lanes and
+   agent messages, over ``--rounds`` rounds so both see the same machine load). Per step: the
+   client-observed latency (command handed to the client -> typed Observation back), the engine time of
+   that same step on the server, and their difference: what the service adds (command encode/decode,
+   observation encode, transport, client decode). p50/p99 of each, first steps skipped.
 2. load: N concurrent sessions x M steps (StreamSession, or Step with ``--load-rpc unary``), one client
    thread each: steps/s, client latency, engine time and paired overhead p50/p99; no errors and no live
    session afterwards (leak check).
@@ -72,6 +76,24 @@ def load_average() -> float | None:
         return float(Path("/proc/loadavg").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+Encoding = tuple[str, str]
+"""(lane delivery, agent layout) as SimClient.create_session names them: ("delta", "table") etc."""
+PLAIN: Encoding = ("full", "messages")
+"""The encoding of a client that sets neither option (the server defaults)."""
+
+
+def encoding_options(encoding: Encoding) -> dict[str, str]:
+    return {"lane_delivery": encoding[0], "agent_layout": encoding[1]}
+
+
+def _uptime() -> str:
+    """``/proc/loadavg`` (1, 5, 15-minute load averages, runnable/total tasks), or "?" where unavailable."""
+    try:
+        return Path("/proc/loadavg").read_text().strip()
+    except OSError:
+        return "?"
 
 
 def session_config(args: argparse.Namespace) -> SessionConfig:
@@ -252,21 +274,46 @@ def summarise(latencies: dict[str, StepLatencies], times: dict[tuple[str, int], 
     return out
 
 
-def overhead(server: ServerProcess, config: SessionConfig, steps: int, rpc: str, time_limit_s: float
-             ) -> dict[str, Any]:
-    """One session, ``steps`` sequential steps over ``rpc``: per-step latency vs. the engine's own time."""
+def overhead_run(server: ServerProcess, config: SessionConfig, steps: int, rpc: str, encoding: Encoding,
+                 time_limit_s: float) -> tuple[dict[str, StepLatencies], dict[tuple[str, int], tuple[float, ...]],
+                                               bool]:
+    """One session, ``steps`` sequential steps over ``rpc``: its step latencies (warm-up left out), the
+    server's step times, and whether it stopped at the time limit."""
     server.step_times()
     with SimClient(server.target, timeout_s=120.0) as client:
-        session = client.create_session(seed=config.seed, target_km=config.target_km,
-                                        max_steps=config.max_steps, terminate_on_collision=False)
+        session = client.create_session(seed=config.seed, target_km=config.target_km, max_steps=config.max_steps,
+                                        terminate_on_collision=False, **encoding_options(encoding))
         rows = drive(session, steps, rpc, time.perf_counter() + time_limit_s)
         session.close()
-    figures = summarise({session.id: rows}, server.step_times(), skip=min(WARMUP_STEPS, len(rows) // 2))
-    return figures | {"rpc": rpc, "timed_out": len(rows) < steps, "load_average": load_average()}
+    return {session.id: rows[min(WARMUP_STEPS, len(rows) // 2):]}, server.step_times(), len(rows) < steps
+
+
+def overhead(server: ServerProcess, config: SessionConfig, steps: int, modes: tuple[Encoding, ...], rounds: int,
+             time_limit_s: float) -> dict[str, dict[str, Any]]:
+    """Per-step latency vs. the engine's own time, for each RPC ("stream", "unary") and observation encoding
+    in ``modes``: ``rounds`` sessions each, interleaved (round r runs the modes in reverse order when r is odd)
+    so that the modes see the same machine load; the steps of a key's rounds are pooled. Keys: the RPC
+    alone for one mode, else "RPC/LANES+AGENTS"."""
+    pooled: dict[str, tuple[dict[str, StepLatencies], dict[tuple[str, int], tuple[float, ...]], list[Any]]] = {}
+    for r in range(rounds):
+        for rpc in ("stream", "unary"):
+            for mode in modes if r % 2 == 0 else modes[::-1]:
+                latencies, times, timed_out = overhead_run(server, config, steps, rpc, mode, time_limit_s)
+                key = rpc if len(modes) == 1 else f"{rpc}/{'+'.join(mode)}"
+                entry = pooled.setdefault(key, ({}, {}, [rpc, mode, False, []]))
+                entry[0].update(latencies)
+                entry[1].update(times)
+                entry[2][2] |= timed_out
+                entry[2][3].append(load_average())
+    out = {}
+    for key, (latencies, times, (rpc, mode, timed_out, loads)) in pooled.items():
+        out[key] = summarise(latencies, times) | {"rpc": rpc, **encoding_options(mode), "rounds": rounds,
+                                                  "timed_out": timed_out, "load_average": max(loads)}
+    return out
 
 
 def load(server: ServerProcess, config: SessionConfig, sessions: int, steps: int, rpc: str,
-         time_limit_s: float) -> dict[str, Any]:
+         time_limit_s: float, encoding: Encoding = ("delta", "table")) -> dict[str, Any]:
     """N concurrent sessions x M steps; every step's client latency paired with its engine time."""
     latencies: dict[str, StepLatencies] = {}
     errors: list[str] = []
@@ -277,7 +324,8 @@ def load(server: ServerProcess, config: SessionConfig, sessions: int, steps: int
         try:
             with SimClient(server.target, timeout_s=max(120.0, time_limit_s)) as client:
                 session = client.create_session(seed=config.seed + k, target_km=config.target_km,
-                                                max_steps=config.max_steps, terminate_on_collision=False)
+                                                max_steps=config.max_steps, terminate_on_collision=False,
+                                                **encoding_options(encoding))
                 start.wait()
                 latencies[session.id] = drive(session, steps, rpc, deadline[0])
                 session.close()
@@ -303,7 +351,8 @@ def load(server: ServerProcess, config: SessionConfig, sessions: int, steps: int
     live = server.ask("stats")["live_sessions"]
     if live:
         errors.append(f"{live} sessions still live after every client closed its own (leak)")
-    return figures | {"rpc": rpc, "sessions": sessions, "steps_per_session": steps, "wall_s": wall,
+    return figures | {"rpc": rpc, **encoding_options(encoding), "sessions": sessions,
+                      "steps_per_session": steps, "wall_s": wall,
                       "steps_per_s": figures["steps"] / wall if wall > 0 else 0.0,
                       "timed_out": figures["steps"] < sessions * steps and not errors,
                       "live_sessions_after": live, "errors": errors, "load_average": load_average()}
@@ -349,6 +398,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--churn", type=int, default=1000)
     parser.add_argument("--overhead-steps", "--baseline-steps", dest="overhead_steps", type=int, default=300)
     parser.add_argument("--load-rpc", choices=("stream", "unary"), default="stream")
+    parser.add_argument("--lanes", choices=("delta", "full"), default="delta", help="lane delivery")
+    parser.add_argument("--agents", choices=("table", "messages"), default="table", help="agent layout")
+    parser.add_argument("--compare", action="store_true",
+                        help="overhead runs also with full lanes + agent messages (the plain encoding), interleaved")
+    parser.add_argument("--rounds", type=int, default=1, help="overhead sessions per RPC and encoding")
+    parser.add_argument("--skip-load", action="store_true", help="overhead phase only (no load, no churn)")
     parser.add_argument("--time-limit-s", type=float, default=600.0, help="per phase; workers stop after it")
     parser.add_argument("--generator", default="procedural")
     parser.add_argument("--npc", default="idm")
@@ -361,16 +416,20 @@ def main(argv: list[str] | None = None) -> int:
     server = ServerProcess(args)
     try:
         figures: dict[str, Any] = {"config": {"generator": config.generator, "npc_policy": config.npc_policy}}
-        figures["overhead"] = {rpc: overhead(server, config, args.overhead_steps, rpc, args.time_limit_s)
-                               for rpc in ("stream", "unary")}
-        figures["load"] = load(server, config, args.sessions, args.steps, args.load_rpc, args.time_limit_s)
-        figures["churn"] = churn(server, config, args.churn)
+        chosen: Encoding = (args.lanes, args.agents)
+        modes = (PLAIN, chosen) if args.compare and chosen != PLAIN else (chosen,)
+        figures["overhead"] = overhead(server, config, args.overhead_steps, modes, max(args.rounds, 1),
+                                       args.time_limit_s)
+        if not args.skip_load:
+            figures["load"] = load(server, config, args.sessions, args.steps, args.load_rpc, args.time_limit_s,
+                                   modes[-1])
+            figures["churn"] = churn(server, config, args.churn)
     finally:
         server.close()
     _print(figures)
     if args.out is not None:
         args.out.write_text(json.dumps(figures, indent=2, default=str) + "\n")
-    failed = figures["load"]["errors"] or figures["churn"]["live_sessions_after"]
+    failed = "load" in figures and (figures["load"]["errors"] or figures["churn"]["live_sessions_after"])
     return 1 if failed else 0
 
 
@@ -382,10 +441,16 @@ def _print(f: dict[str, Any]) -> None:
                 f"{d['server_pre_ms_p50']:.2f} / post {d['server_post_ms_p50']:.2f}, response "
                 f"{d['response_ms_p50']:.2f} ms; {d['paired']} steps; load avg {d['load_average']})")
 
-    for rpc, d in f["overhead"].items():
-        print(row(f"overhead, 1 session, {rpc}", d))
+    print(f"uptime: {_uptime()}")
+    for d in f["overhead"].values():
+        print(row(f"overhead, {d['rounds']} x 1 session, {d['rpc']}, {d['lane_delivery']} lanes, "
+                  f"{d['agent_layout']} agents", d))
+    if "load" not in f:
+        return
     lo, c = f["load"], f["churn"]
-    print(row(f"load {lo['sessions']} x {lo['steps_per_session']} ({lo['rpc']}), {lo['steps_per_s']:.0f} steps/s",
+    print(row(f"load {lo['sessions']} x {lo['steps_per_session']} ({lo['rpc']}, {lo['lane_delivery']} lanes, "
+              f"{lo['agent_layout']} agents), "
+              f"{lo['steps_per_s']:.0f} steps/s",
               lo) + f"; {len(lo['errors'])} errors, {lo['live_sessions_after']} sessions left")
     print(f"churn ({c['sessions']} sessions created and closed, {c['sessions_per_s']:.0f}/s): server RSS "
           f"{c['rss_before_mib']:.0f} -> {c['rss_after_mib']:.0f} MiB ({c['rss_growth_mib']:+.1f} MiB; untrimmed "

@@ -22,6 +22,7 @@ def test_example_planner_client_completes_a_short_drive(capsys) -> None:  # noqa
     assert tool.main(["--generator", "test-straight", "--km", "0.1"]) == 0
     assert "goal_reached" in capsys.readouterr().out
     assert tool.main(["--generator", "test-straight", "--km", "0.05", "--stream"]) == 0
+    assert tool.main(["--generator", "test-straight", "--km", "0.05", "--plain-encoding"]) == 0
 
 
 def test_load_test_runs_small(tmp_path: Path) -> None:
@@ -40,3 +41,19 @@ def test_load_test_runs_small(tmp_path: Path) -> None:
         assert run["steps"] == 3 and run["paired"] == 3
         assert 0 < run["engine_ms_p50"] < run["client_ms_p50"]
         assert run["handler_ms_p50"] >= run["engine_ms_p50"]
+
+
+def test_load_test_compares_encodings(tmp_path: Path) -> None:
+    tool = _tool("load_test")
+    out = tmp_path / "compare.json"
+    assert tool.main(["--compare", "--skip-load", "--overhead-steps", "4", "--generator", "test-straight",
+                      "--out", str(out)]) == 0
+    import json
+
+    figures = json.loads(out.read_text())
+    assert "load" not in figures
+    for rpc in ("stream", "unary"):
+        plain, compact = figures["overhead"][f"{rpc}/full+messages"], figures["overhead"][f"{rpc}/delta+table"]
+        assert (plain["lane_delivery"], plain["agent_layout"]) == ("full", "messages")
+        assert (compact["lane_delivery"], compact["agent_layout"]) == ("delta", "table")
+        assert plain["paired"] == compact["paired"] == 2

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vectorworld.scene import HISTORY_STEPS, Agents, Lane, LaneType
-from vectorworld.sim import wire, wire_format
+from vectorworld.sim import wire, wire_format, wire_lanes
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.v1 import world_pb2
@@ -128,10 +128,10 @@ def test_lane_bytes_are_cached_per_lane_object_and_dropped_with_it() -> None:
     msg = world_pb2.Observation()
     msg.MergeFromString(wire.lanes_to_wire([edited], 5))
     assert list(msg.lanes[0].successors) == [12]  # a replaced lane is a new object: encoded afresh
-    size = len(wire_format._LANE_WIRE)
+    size = len(wire_lanes._LANE_WIRE)
     del lane, edited
     gc.collect()
-    assert len(wire_format._LANE_WIRE) <= size - 2
+    assert len(wire_lanes._LANE_WIRE) <= size - 2
 
 
 def test_lane_memo_reencodes_when_any_lane_object_changes() -> None:

@@ -17,24 +17,26 @@ from typing import Any
 
 import numpy as np
 
-from vectorworld.errors import CommandError, ConfigError
+from vectorworld.errors import CommandError, ConfigError, DataFormatError
 from vectorworld.sim.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.session import SessionConfig
 from vectorworld.sim.wire_format import (
-    LaneDecodeCache,
-    LaneEncodeMemo,
     agents_from_proto,
     agents_to_wire,
     lane_from_proto,
-    lanes_to_wire,
     policy_of_from_proto,
     polyline_from_proto,
-    polyline_to_proto,
+    polyline_to_wire,
     tile_from_proto,
     tile_to_proto,
 )
+from vectorworld.sim.wire_format import (
+    polyline_to_proto as polyline_to_proto,  # re-exported: part of this module's API
+)
+from vectorworld.sim.wire_lanes import LaneDecodeCache, LaneDeltaEncoder, LaneEncodeMemo, lanes_to_wire
+from vectorworld.sim.wire_table import agent_table_to_wire, agents_from_table
 from vectorworld.v1 import session_pb2, world_pb2
 
 _END_TO_WIRE = {
@@ -48,6 +50,13 @@ _END_TO_WIRE = {
 _END_FROM_WIRE = {v: k for k, v in _END_TO_WIRE.items()}
 _END_FROM_WIRE[world_pb2.END_REASON_UNSPECIFIED] = EndReason.NONE
 
+
+LANE_DELIVERY_FULL, LANE_DELIVERY_DELTA = world_pb2.LANE_DELIVERY_FULL, world_pb2.LANE_DELIVERY_DELTA
+"""How a session's observations carry lanes (CreateSessionRequest.lane_delivery, Observation.lane_delivery)."""
+AGENT_LAYOUT_MESSAGES, AGENT_LAYOUT_TABLE = world_pb2.AGENT_LAYOUT_MESSAGES, world_pb2.AGENT_LAYOUT_TABLE
+"""How a session's observations carry agents (CreateSessionRequest.agent_layout)."""
+_AGENT_TABLE_FIELD = world_pb2.Observation.DESCRIPTOR.fields_by_name["agent_table"].number
+_ROUTE_POLYLINE_FIELD = world_pb2.Observation.DESCRIPTOR.fields_by_name["route_polyline"].number
 
 WALL_CLOCK_REPORT_FIELDS = ("wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms")
 """Report fields measured with the wall clock (not reproducible; zeroed in deterministic recordings)."""
@@ -118,14 +127,25 @@ def _json_scalar(value: Any) -> Any:
 
 # --------------------------------------------------------------------------- observation and frame
 def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = None,
-                         lane_memo: LaneEncodeMemo | None = None) -> world_pb2.Observation:
-    """The observation as a message; ``lane_memo`` (one per session) reuses the previous step's lanes."""
+                         lane_memo: LaneEncodeMemo | None = None, lane_delta: LaneDeltaEncoder | None = None,
+                         agent_table: bool = False) -> world_pb2.Observation:
+    """The observation as a message. Lanes: with ``lane_delta`` (one per LANE_DELIVERY_DELTA session, called
+    in step order) only those changed since its previous observation, else all of them (``lane_memo``, one
+    per session, reuses the previous step's encoded lanes; ``lane_delivery`` is then left unset). Agents:
+    ``agent_table`` (AGENT_LAYOUT_TABLE) as one AgentTable, else one Agent message each."""
     msg = world_pb2.Observation() if out is None else out
     msg.step, msg.sim_time_us, msg.ego_index = int(obs.step), int(obs.sim_time_us), int(obs.ego_slot)
-    lanes = lane_memo.encode(obs.lanes, 5) if lane_memo is not None else lanes_to_wire(obs.lanes, 5)
-    msg.MergeFromString(agents_to_wire(obs.agents, np.flatnonzero(obs.agents.valid), 3) + lanes)
+    if agent_table:
+        valid = obs.agents.valid
+        agents = agent_table_to_wire(obs.agents, None if valid.all() else np.flatnonzero(valid), _AGENT_TABLE_FIELD)
+    else:
+        agents = agents_to_wire(obs.agents, np.flatnonzero(obs.agents.valid), 3)
+    if lane_delta is not None:
+        lanes = lane_delta.encode(obs.lanes, int(obs.step)).wire
+    else:
+        lanes = lane_memo.encode(obs.lanes, 5) if lane_memo is not None else lanes_to_wire(obs.lanes, 5)
+    msg.MergeFromString(agents + lanes + polyline_to_wire(obs.route_polyline, _ROUTE_POLYLINE_FIELD))
     msg.route_lane_ids.extend(int(i) for i in obs.route_lane_ids)
-    polyline_to_proto(obs.route_polyline, msg.route_polyline)
     step_metrics_to_proto(obs.step_metrics, msg.step_metrics)
     msg.terminated, msg.truncated = bool(obs.terminated), bool(obs.truncated)
     msg.end_reason, msg.km = end_reason_to_proto(obs.end_reason), float(obs.km)
@@ -134,10 +154,18 @@ def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = N
 
 def observation_from_proto(msg: world_pb2.Observation, lane_cache: LaneDecodeCache | None = None
                            ) -> Observation:
-    """The Observation; ``lane_cache`` (one per session) reuses lanes decoded for earlier observations."""
-    lanes = lane_cache.decode(msg.lanes) if lane_cache is not None else \
-        tuple(lane_from_proto(lane) for lane in msg.lanes)
-    return Observation(step=msg.step, sim_time_us=msg.sim_time_us, agents=agents_from_proto(msg.agents),
+    """The Observation. ``lane_cache`` (one per session, fed every observation in step order) reuses lanes
+    decoded earlier and is required for LANE_DELIVERY_DELTA observations (DataFormatError without it, or
+    when it does not hold the delta's base: see :meth:`LaneDecodeCache.observation_lanes`)."""
+    if lane_cache is not None:
+        lanes = lane_cache.observation_lanes(msg)
+    elif msg.lane_delivery == world_pb2.LANE_DELIVERY_DELTA:
+        raise DataFormatError(f"observation {msg.step} carries a lane delta: decode it with the session's "
+                              f"LaneDecodeCache")
+    else:
+        lanes = tuple(lane_from_proto(lane) for lane in msg.lanes)
+    agents = agents_from_table(msg.agent_table) if msg.HasField("agent_table") else agents_from_proto(msg.agents)
+    return Observation(step=msg.step, sim_time_us=msg.sim_time_us, agents=agents,
                        ego_slot=msg.ego_index, lanes=lanes, route_lane_ids=tuple(msg.route_lane_ids),
                        route_polyline=polyline_from_proto(msg.route_polyline, "route_polyline"),
                        step_metrics=step_metrics_from_proto(msg.step_metrics), terminated=msg.terminated,

@@ -1,18 +1,17 @@
 """The wire format of the hot paths: lane, tile and agent messages built and read in bulk (see "raw
-wire format" below). :mod:`vectorworld.sim.wire` builds every other message on top of these.
+wire format" below). :mod:`vectorworld.sim.wire_lanes` caches and delta-encodes lanes on top of these;
+:mod:`vectorworld.sim.wire` builds every other message.
 """
 
 from __future__ import annotations
 
 import functools
-import operator
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from vectorworld.errors import ConfigError
+from vectorworld.errors import ConfigError, DataFormatError
 from vectorworld.scene import HISTORY_STEPS, Agents, AgentType, Lane, LaneType, Tile
 from vectorworld.v1 import world_pb2
 
@@ -26,17 +25,43 @@ _CONTROLLER_FROM_WIRE = {v: k for k, v in _CONTROLLER_TO_WIRE.items()}
 def polyline_to_proto(points: np.ndarray, out: world_pb2.Polyline | None = None) -> world_pb2.Polyline:
     """points: (P, 2) m, global frame."""
     msg = world_pb2.Polyline() if out is None else out
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-    msg.x_m.extend(pts[:, 0].tolist())
-    msg.y_m.extend(pts[:, 1].tolist())
+    msg.MergeFromString(_polyline_body(points))
     return msg
 
 
+def polyline_to_wire(points: np.ndarray, field_number: int) -> bytes:
+    """The wire bytes of ``points`` ((P, 2) m) as the Polyline field ``field_number`` of the enclosing message
+    (merge them with ``MergeFromString``); nothing for an empty polyline (the field stays unset)."""
+    body = _polyline_body(points)
+    return _tag(field_number, _LEN) + _varint(len(body)) + body if body else b""
+
+
+def _polyline_body(points: np.ndarray) -> bytes:
+    """A Polyline's fields: x_m and y_m as packed doubles (their raw little-endian bytes); empty if P = 0."""
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    if not len(pts):
+        return b""
+    size = _varint(8 * len(pts))
+    return b"".join((_POLYLINE_X, size, pts[:, 0].astype("<f8").tobytes(),
+                     _POLYLINE_Y, size, pts[:, 1].astype("<f8").tobytes()))
+
+
 def polyline_from_proto(msg: world_pb2.Polyline, field_name: str = "polyline") -> np.ndarray:
-    """(P, 2) float64; raises ConfigError if the coordinate arrays differ in length."""
-    if len(msg.x_m) != len(msg.y_m):
-        raise ConfigError(f"{field_name}: x_m has {len(msg.x_m)} values but y_m has {len(msg.y_m)}")
-    return np.stack([np.asarray(msg.x_m, np.float64), np.asarray(msg.y_m, np.float64)], -1).reshape(-1, 2)
+    """(P, 2) float64, read in bulk from the packed arrays' bytes; raises ConfigError if the coordinate
+    arrays differ in length."""
+    n = len(msg.x_m)
+    if n != len(msg.y_m):
+        raise ConfigError(f"{field_name}: x_m has {n} values but y_m has {len(msg.y_m)}")
+    if n == 0:
+        return np.zeros((0, 2))
+    data = msg.SerializeToString()  # canonical: each coordinate array one packed field
+    spans = length_delimited_spans(data)
+    (x_at, x_size), (y_at, y_size) = spans.get(1, (0, 0)), spans.get(2, (0, 0))
+    if x_size != 8 * n or y_size != 8 * n:  # pragma: no cover - not produced by a protobuf serializer
+        return np.stack([np.asarray(msg.x_m, np.float64), np.asarray(msg.y_m, np.float64)], -1)
+    out = np.empty((n, 2))
+    out[:, 0], out[:, 1] = np.frombuffer(data, "<f8", n, x_at), np.frombuffer(data, "<f8", n, y_at)
+    return out
 
 
 def lane_to_proto(lane: Lane, out: world_pb2.Lane | None = None) -> world_pb2.Lane:
@@ -63,91 +88,6 @@ def lane_from_proto(msg: world_pb2.Lane) -> Lane:
                 tile_id=msg.tile_id)
 
 
-class _LaneWireCache:
-    """Serialized ``Lane`` messages by lane object, each prefixed with its length varint.
-
-    Lanes are immutable values (an edited lane is a new object, see :class:`~vectorworld.scene.LaneGraph`),
-    so a lane is encoded once in its life; an entry goes when its lane is garbage-collected (weak
-    reference), so the cache never outlives the worlds that hold the lanes. Thread-safe under the GIL."""
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[Lane], bytes]] = {}
-
-    def get(self, lane: Lane) -> bytes:
-        key = id(lane)
-        entry = self._entries.get(key)
-        if entry is not None and entry[0]() is lane:
-            return entry[1]
-        data = lane_to_proto(lane).SerializeToString()
-        data = _varint(len(data)) + data
-        entries = self._entries
-
-        def forget(ref: weakref.ref[Lane]) -> None:
-            if entries.get(key, (None,))[0] is ref:
-                entries.pop(key, None)
-
-        entries[key] = (weakref.ref(lane, forget), data)
-        return data
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-_LANE_WIRE = _LaneWireCache()
-
-
-class LaneEncodeMemo:
-    """The encoded lanes of a session's previous observation, reused while the next observation holds the
-    very same lane objects (most steps: the lanes in view change every few steps). One per session; it
-    keeps those lanes alive until the next call. Concurrent calls are safe (they may only miss)."""
-
-    def __init__(self) -> None:
-        self._last: tuple[int, tuple[Lane, ...], bytes] = (0, (), b"")
-
-    def encode(self, lanes: Sequence[Lane], field_number: int) -> bytes:
-        number, previous, data = self._last
-        if number == field_number and len(previous) == len(lanes) and all(map(operator.is_, previous, lanes)):
-            return data
-        data = lanes_to_wire(lanes, field_number)
-        self._last = (field_number, tuple(lanes), data)
-        return data
-
-
-def lanes_to_wire(lanes: Sequence[Lane], field_number: int) -> bytes:
-    """The wire bytes of ``lanes`` as entries of the repeated ``Lane`` field ``field_number`` of the
-    enclosing message (merge them with ``MergeFromString``); each lane is serialized once in its life."""
-    tag, cache = _tag(field_number, _LEN), _LANE_WIRE
-    return tag + tag.join([cache.get(lane) for lane in lanes]) if lanes else b""
-
-
-class LaneDecodeCache:
-    """Client-side memo of decoded lanes, keyed by the lane messages' serialized bytes.
-
-    Consecutive observations of a session share most lanes; a lane whose bytes equal one decoded for
-    the previous observation is the same :class:`Lane` value and is reused (exact: equal bytes, equal
-    message). Holds the lanes of the latest observation only; concurrent calls are safe (they may only
-    miss)."""
-
-    def __init__(self) -> None:
-        self._last: tuple[list[bytes], tuple[Lane, ...]] = ([], ())
-
-    def decode(self, msgs: Sequence[world_pb2.Lane]) -> tuple[Lane, ...]:
-        keys = [msg.SerializeToString() for msg in msgs]
-        previous_keys, previous = self._last
-        if keys == previous_keys:  # the same lanes as last time (most steps)
-            return previous
-        known = dict(zip(previous_keys, previous, strict=True))
-        lanes = []
-        for key, msg in zip(keys, msgs, strict=True):
-            lane = known.get(key)
-            if lane is None:
-                lane = known[key] = lane_from_proto(msg)
-            lanes.append(lane)
-        out = tuple(lanes)
-        self._last = (keys, out)
-        return out
-
-
 def tile_to_proto(tile: Tile, out: world_pb2.Tile | None = None) -> world_pb2.Tile:
     """The tile without its wall-clock latency (that goes into FrameTimings)."""
     msg = world_pb2.Tile() if out is None else out
@@ -172,8 +112,9 @@ def tile_from_proto(msg: world_pb2.Tile, latency_ms: float = 0.0) -> Tile:
 # that parse to the same message, whose own serialization is then canonical), lanes as bytes cached per
 # immutable lane object. Decoding reads agents in bulk (rows of scalars, histories from the canonical
 # serialization's tail) and reuses unchanged lanes. tests/sim_server/test_wire_codec.py checks both
-# directions against field-by-field construction with the protobuf API.
-_VARINT, _I64, _LEN = 0, 1, 2
+# directions against field-by-field construction with the protobuf API. Cheaper still, per session:
+# agents as one table of packed columns (wire_table.py) and lanes as deltas (wire_lanes.py).
+_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 
 
 @functools.lru_cache(maxsize=4096)
@@ -190,6 +131,51 @@ def _varint(value: int) -> bytes:
 
 def _tag(field_number: int, wire_type: int) -> bytes:
     return _varint(field_number << 3 | wire_type)
+
+
+_POLYLINE_X, _POLYLINE_Y = _tag(1, _LEN), _tag(2, _LEN)
+
+
+def length_delimited_spans(data: bytes | bytearray) -> dict[int, tuple[int, int]]:
+    """Field number -> (offset, size) of the length-delimited fields (packed arrays, sub-messages, strings)
+    of the serialized message ``data``, the last occurrence of each; fields of other wire types are skipped.
+    Raises DataFormatError on malformed bytes."""
+    out: dict[int, tuple[int, int]] = {}
+    pos, end = 0, len(data)
+    try:
+        while pos < end:
+            key, pos = _read_varint(data, pos)
+            wire_type = key & 7
+            if wire_type == _LEN:
+                size, pos = _read_varint(data, pos)
+                out[key >> 3] = (pos, size)
+                pos += size
+            elif wire_type == _VARINT:
+                pos = _read_varint(data, pos)[1]
+            elif wire_type in (_I64, _I32):
+                pos += 8 if wire_type == _I64 else 4
+            else:
+                raise DataFormatError(f"unsupported protobuf wire type {wire_type} at byte {pos}")
+    except IndexError:
+        raise DataFormatError("truncated protobuf message") from None
+    if pos != end:
+        raise DataFormatError("truncated protobuf message")
+    return out
+
+
+def _read_varint(data: bytes | bytearray, pos: int) -> tuple[int, int]:
+    """(value, position after it) of the varint at ``pos``."""
+    byte = data[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    value, shift = 0, 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
 
 
 _HISTORY_FIELDS = ("history_x_m", "history_y_m", "history_yaw_rad", "history_speed_mps")

@@ -26,41 +26,41 @@ from vectorworld.v1 import session_pb2 as vectorworld_dot_v1_dot_session__pb2
 from vectorworld.v1 import world_pb2 as vectorworld_dot_v1_dot_world__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&vectorworld/v1/simulator_service.proto\x12\x0evectorworld.v1\x1a\x1cvectorworld/v1/session.proto\x1a\x1avectorworld/v1/world.proto\"\xfa\x01\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12+\n\x05state\x18\x04 \x01(\x0e\x32\x1c.vectorworld.v1.SessionState\x12-\n\nend_reason\x18\x05 \x01(\x0e\x32\x19.vectorworld.v1.EndReason\x12\n\n\x02km\x18\x06 \x01(\x01\x12-\n\x06\x63onfig\x18\x07 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\x12\r\n\x05\x61ge_s\x18\x08 \x01(\x01\x12\x0e\n\x06idle_s\x18\t \x01(\x01\"E\n\x14\x43reateSessionRequest\x12-\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\"\xaf\x01\n\x15\x43reateSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\x12-\n\x06\x63onfig\x18\x05 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\"e\n\x0bStepRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rexpected_step\x18\x02 \x01(\x03\x12+\n\x07\x63ommand\x18\x03 \x01(\x0b\x32\x1a.vectorworld.v1.EgoCommand\"w\n\x0cStepResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\"n\n\x14StreamSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rexpected_step\x18\x02 \x01(\x03\x12+\n\x07\x63ommand\x18\x03 \x01(\x0b\x32\x1a.vectorworld.v1.EgoCommand\"\x80\x01\n\x15StreamSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\"D\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1b\n\x13include_observation\x18\x02 \x01(\x08\"\xd7\x01\n\x12GetSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12)\n\x04info\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.SessionInfo\x12\x30\n\x0bobservation\x18\x05 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\x12-\n\x06report\x18\x06 \x01(\x0b\x32\x1d.vectorworld.v1.EpisodeReport\"<\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"^\n\x14ListSessionsResponse\x12-\n\x08sessions\x18\x01 \x03(\x0b\x32\x1b.vectorworld.v1.SessionInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"|\n\x14\x43loseSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12-\n\x06report\x18\x04 \x01(\x0b\x32\x1d.vectorworld.v1.EpisodeReport*d\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x01\x12\x1a\n\x16SESSION_STATE_FINISHED\x10\x02\x32\xa0\x04\n\x10SimulatorService\x12\\\n\rCreateSession\x12$.vectorworld.v1.CreateSessionRequest\x1a%.vectorworld.v1.CreateSessionResponse\x12\x41\n\x04Step\x12\x1b.vectorworld.v1.StepRequest\x1a\x1c.vectorworld.v1.StepResponse\x12`\n\rStreamSession\x12$.vectorworld.v1.StreamSessionRequest\x1a%.vectorworld.v1.StreamSessionResponse(\x01\x30\x01\x12S\n\nGetSession\x12!.vectorworld.v1.GetSessionRequest\x1a\".vectorworld.v1.GetSessionResponse\x12Y\n\x0cListSessions\x12#.vectorworld.v1.ListSessionsRequest\x1a$.vectorworld.v1.ListSessionsResponse\x12Y\n\x0c\x43loseSession\x12#.vectorworld.v1.CloseSessionRequest\x1a$.vectorworld.v1.CloseSessionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&vectorworld/v1/simulator_service.proto\x12\x0evectorworld.v1\x1a\x1cvectorworld/v1/session.proto\x1a\x1avectorworld/v1/world.proto\"\xe2\x02\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12+\n\x05state\x18\x04 \x01(\x0e\x32\x1c.vectorworld.v1.SessionState\x12-\n\nend_reason\x18\x05 \x01(\x0e\x32\x19.vectorworld.v1.EndReason\x12\n\n\x02km\x18\x06 \x01(\x01\x12-\n\x06\x63onfig\x18\x07 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\x12\r\n\x05\x61ge_s\x18\x08 \x01(\x01\x12\x0e\n\x06idle_s\x18\t \x01(\x01\x12\x33\n\rlane_delivery\x18\n \x01(\x0e\x32\x1c.vectorworld.v1.LaneDelivery\x12\x31\n\x0c\x61gent_layout\x18\x0b \x01(\x0e\x32\x1b.vectorworld.v1.AgentLayout\"\xad\x01\n\x14\x43reateSessionRequest\x12-\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\x12\x33\n\rlane_delivery\x18\x02 \x01(\x0e\x32\x1c.vectorworld.v1.LaneDelivery\x12\x31\n\x0c\x61gent_layout\x18\x03 \x01(\x0e\x32\x1b.vectorworld.v1.AgentLayout\"\xaf\x01\n\x15\x43reateSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\x12-\n\x06\x63onfig\x18\x05 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\"e\n\x0bStepRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rexpected_step\x18\x02 \x01(\x03\x12+\n\x07\x63ommand\x18\x03 \x01(\x0b\x32\x1a.vectorworld.v1.EgoCommand\"w\n\x0cStepResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\"n\n\x14StreamSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rexpected_step\x18\x02 \x01(\x03\x12+\n\x07\x63ommand\x18\x03 \x01(\x0b\x32\x1a.vectorworld.v1.EgoCommand\"\x80\x01\n\x15StreamSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\"D\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1b\n\x13include_observation\x18\x02 \x01(\x08\"\xd7\x01\n\x12GetSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12)\n\x04info\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.SessionInfo\x12\x30\n\x0bobservation\x18\x05 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\x12-\n\x06report\x18\x06 \x01(\x0b\x32\x1d.vectorworld.v1.EpisodeReport\"<\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"^\n\x14ListSessionsResponse\x12-\n\x08sessions\x18\x01 \x03(\x0b\x32\x1b.vectorworld.v1.SessionInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"|\n\x14\x43loseSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12-\n\x06report\x18\x04 \x01(\x0b\x32\x1d.vectorworld.v1.EpisodeReport*d\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x01\x12\x1a\n\x16SESSION_STATE_FINISHED\x10\x02\x32\xa0\x04\n\x10SimulatorService\x12\\\n\rCreateSession\x12$.vectorworld.v1.CreateSessionRequest\x1a%.vectorworld.v1.CreateSessionResponse\x12\x41\n\x04Step\x12\x1b.vectorworld.v1.StepRequest\x1a\x1c.vectorworld.v1.StepResponse\x12`\n\rStreamSession\x12$.vectorworld.v1.StreamSessionRequest\x1a%.vectorworld.v1.StreamSessionResponse(\x01\x30\x01\x12S\n\nGetSession\x12!.vectorworld.v1.GetSessionRequest\x1a\".vectorworld.v1.GetSessionResponse\x12Y\n\x0cListSessions\x12#.vectorworld.v1.ListSessionsRequest\x1a$.vectorworld.v1.ListSessionsResponse\x12Y\n\x0c\x43loseSession\x12#.vectorworld.v1.CloseSessionRequest\x1a$.vectorworld.v1.CloseSessionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vectorworld.v1.simulator_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SESSIONSTATE']._serialized_start=1700
-  _globals['_SESSIONSTATE']._serialized_end=1800
+  _globals['_SESSIONSTATE']._serialized_start=1909
+  _globals['_SESSIONSTATE']._serialized_end=2009
   _globals['_SESSIONINFO']._serialized_start=117
-  _globals['_SESSIONINFO']._serialized_end=367
-  _globals['_CREATESESSIONREQUEST']._serialized_start=369
-  _globals['_CREATESESSIONREQUEST']._serialized_end=438
-  _globals['_CREATESESSIONRESPONSE']._serialized_start=441
-  _globals['_CREATESESSIONRESPONSE']._serialized_end=616
-  _globals['_STEPREQUEST']._serialized_start=618
-  _globals['_STEPREQUEST']._serialized_end=719
-  _globals['_STEPRESPONSE']._serialized_start=721
-  _globals['_STEPRESPONSE']._serialized_end=840
-  _globals['_STREAMSESSIONREQUEST']._serialized_start=842
-  _globals['_STREAMSESSIONREQUEST']._serialized_end=952
-  _globals['_STREAMSESSIONRESPONSE']._serialized_start=955
-  _globals['_STREAMSESSIONRESPONSE']._serialized_end=1083
-  _globals['_GETSESSIONREQUEST']._serialized_start=1085
-  _globals['_GETSESSIONREQUEST']._serialized_end=1153
-  _globals['_GETSESSIONRESPONSE']._serialized_start=1156
-  _globals['_GETSESSIONRESPONSE']._serialized_end=1371
-  _globals['_LISTSESSIONSREQUEST']._serialized_start=1373
-  _globals['_LISTSESSIONSREQUEST']._serialized_end=1433
-  _globals['_LISTSESSIONSRESPONSE']._serialized_start=1435
-  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1529
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=1531
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=1572
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1574
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1698
-  _globals['_SIMULATORSERVICE']._serialized_start=1803
-  _globals['_SIMULATORSERVICE']._serialized_end=2347
+  _globals['_SESSIONINFO']._serialized_end=471
+  _globals['_CREATESESSIONREQUEST']._serialized_start=474
+  _globals['_CREATESESSIONREQUEST']._serialized_end=647
+  _globals['_CREATESESSIONRESPONSE']._serialized_start=650
+  _globals['_CREATESESSIONRESPONSE']._serialized_end=825
+  _globals['_STEPREQUEST']._serialized_start=827
+  _globals['_STEPREQUEST']._serialized_end=928
+  _globals['_STEPRESPONSE']._serialized_start=930
+  _globals['_STEPRESPONSE']._serialized_end=1049
+  _globals['_STREAMSESSIONREQUEST']._serialized_start=1051
+  _globals['_STREAMSESSIONREQUEST']._serialized_end=1161
+  _globals['_STREAMSESSIONRESPONSE']._serialized_start=1164
+  _globals['_STREAMSESSIONRESPONSE']._serialized_end=1292
+  _globals['_GETSESSIONREQUEST']._serialized_start=1294
+  _globals['_GETSESSIONREQUEST']._serialized_end=1362
+  _globals['_GETSESSIONRESPONSE']._serialized_start=1365
+  _globals['_GETSESSIONRESPONSE']._serialized_end=1580
+  _globals['_LISTSESSIONSREQUEST']._serialized_start=1582
+  _globals['_LISTSESSIONSREQUEST']._serialized_end=1642
+  _globals['_LISTSESSIONSRESPONSE']._serialized_start=1644
+  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1738
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=1740
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1781
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1783
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1907
+  _globals['_SIMULATORSERVICE']._serialized_start=2012
+  _globals['_SIMULATORSERVICE']._serialized_end=2556
 # @@protoc_insertion_point(module_scope)

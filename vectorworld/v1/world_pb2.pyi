@@ -33,6 +33,18 @@ class EndReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     END_REASON_LOG_ENDED: _ClassVar[EndReason]
     END_REASON_NO_ROAD: _ClassVar[EndReason]
 
+class LaneDelivery(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LANE_DELIVERY_UNSPECIFIED: _ClassVar[LaneDelivery]
+    LANE_DELIVERY_FULL: _ClassVar[LaneDelivery]
+    LANE_DELIVERY_DELTA: _ClassVar[LaneDelivery]
+
+class AgentLayout(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    AGENT_LAYOUT_UNSPECIFIED: _ClassVar[AgentLayout]
+    AGENT_LAYOUT_MESSAGES: _ClassVar[AgentLayout]
+    AGENT_LAYOUT_TABLE: _ClassVar[AgentLayout]
+
 class Controller(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     CONTROLLER_UNSPECIFIED: _ClassVar[Controller]
@@ -56,6 +68,12 @@ END_REASON_COLLISION: EndReason
 END_REASON_MAX_STEPS: EndReason
 END_REASON_LOG_ENDED: EndReason
 END_REASON_NO_ROAD: EndReason
+LANE_DELIVERY_UNSPECIFIED: LaneDelivery
+LANE_DELIVERY_FULL: LaneDelivery
+LANE_DELIVERY_DELTA: LaneDelivery
+AGENT_LAYOUT_UNSPECIFIED: AgentLayout
+AGENT_LAYOUT_MESSAGES: AgentLayout
+AGENT_LAYOUT_TABLE: AgentLayout
 CONTROLLER_UNSPECIFIED: Controller
 CONTROLLER_EGO: Controller
 CONTROLLER_NPC_POLICY: Controller
@@ -133,6 +151,32 @@ class Agent(_message.Message):
     controller: Controller
     def __init__(self, id: _Optional[int] = ..., agent_type: _Optional[_Union[AgentType, str]] = ..., pose: _Optional[_Union[Pose, _Mapping]] = ..., speed_mps: _Optional[float] = ..., length_m: _Optional[float] = ..., width_m: _Optional[float] = ..., history_x_m: _Optional[_Iterable[float]] = ..., history_y_m: _Optional[_Iterable[float]] = ..., history_yaw_rad: _Optional[_Iterable[float]] = ..., history_speed_mps: _Optional[_Iterable[float]] = ..., history_valid: _Optional[_Iterable[bool]] = ..., slot: _Optional[int] = ..., controller: _Optional[_Union[Controller, str]] = ...) -> None: ...
 
+class AgentTable(_message.Message):
+    __slots__ = ("id", "agent_type", "x_m", "y_m", "yaw_rad", "speed_mps", "length_m", "width_m", "history_steps", "history", "history_valid")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    X_M_FIELD_NUMBER: _ClassVar[int]
+    Y_M_FIELD_NUMBER: _ClassVar[int]
+    YAW_RAD_FIELD_NUMBER: _ClassVar[int]
+    SPEED_MPS_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_M_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_M_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_STEPS_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_VALID_FIELD_NUMBER: _ClassVar[int]
+    id: _containers.RepeatedScalarFieldContainer[int]
+    agent_type: _containers.RepeatedScalarFieldContainer[AgentType]
+    x_m: _containers.RepeatedScalarFieldContainer[float]
+    y_m: _containers.RepeatedScalarFieldContainer[float]
+    yaw_rad: _containers.RepeatedScalarFieldContainer[float]
+    speed_mps: _containers.RepeatedScalarFieldContainer[float]
+    length_m: _containers.RepeatedScalarFieldContainer[float]
+    width_m: _containers.RepeatedScalarFieldContainer[float]
+    history_steps: int
+    history: _containers.RepeatedScalarFieldContainer[float]
+    history_valid: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, id: _Optional[_Iterable[int]] = ..., agent_type: _Optional[_Iterable[_Union[AgentType, str]]] = ..., x_m: _Optional[_Iterable[float]] = ..., y_m: _Optional[_Iterable[float]] = ..., yaw_rad: _Optional[_Iterable[float]] = ..., speed_mps: _Optional[_Iterable[float]] = ..., length_m: _Optional[_Iterable[float]] = ..., width_m: _Optional[_Iterable[float]] = ..., history_steps: _Optional[int] = ..., history: _Optional[_Iterable[float]] = ..., history_valid: _Optional[_Iterable[bool]] = ...) -> None: ...
+
 class Tile(_message.Message):
     __slots__ = ("id", "center_x_m", "center_y_m", "yaw_rad", "order", "generator", "lane_ids", "size_m")
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -174,7 +218,7 @@ class StepMetrics(_message.Message):
     def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km")
+    __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table")
     STEP_FIELD_NUMBER: _ClassVar[int]
     SIM_TIME_US_FIELD_NUMBER: _ClassVar[int]
     AGENTS_FIELD_NUMBER: _ClassVar[int]
@@ -187,6 +231,10 @@ class Observation(_message.Message):
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     END_REASON_FIELD_NUMBER: _ClassVar[int]
     KM_FIELD_NUMBER: _ClassVar[int]
+    LANE_DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    LANE_IDS_FIELD_NUMBER: _ClassVar[int]
+    LANE_BASE_STEP_FIELD_NUMBER: _ClassVar[int]
+    AGENT_TABLE_FIELD_NUMBER: _ClassVar[int]
     step: int
     sim_time_us: int
     agents: _containers.RepeatedCompositeFieldContainer[Agent]
@@ -199,7 +247,11 @@ class Observation(_message.Message):
     truncated: bool
     end_reason: EndReason
     km: float
-    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_index: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., route_lane_ids: _Optional[_Iterable[int]] = ..., route_polyline: _Optional[_Union[Polyline, _Mapping]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., terminated: _Optional[bool] = ..., truncated: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., km: _Optional[float] = ...) -> None: ...
+    lane_delivery: LaneDelivery
+    lane_ids: _containers.RepeatedScalarFieldContainer[int]
+    lane_base_step: int
+    agent_table: AgentTable
+    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_index: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., route_lane_ids: _Optional[_Iterable[int]] = ..., route_polyline: _Optional[_Union[Polyline, _Mapping]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., terminated: _Optional[bool] = ..., truncated: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., km: _Optional[float] = ..., lane_delivery: _Optional[_Union[LaneDelivery, str]] = ..., lane_ids: _Optional[_Iterable[int]] = ..., lane_base_step: _Optional[int] = ..., agent_table: _Optional[_Union[AgentTable, _Mapping]] = ...) -> None: ...
 
 class FrameTimings(_message.Message):
     __slots__ = ("tile_ms", "npc_policy_ms", "new_tile_latency_ms")
