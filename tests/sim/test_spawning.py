@@ -3,6 +3,8 @@
 import dataclasses
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vectorworld.scene import Agents, Lane
 from vectorworld.sim.spawning import parked_in_the_way
@@ -35,3 +37,26 @@ def test_walking_pedestrian_on_a_road_is_in_the_way():
     xs = np.linspace(0.0, 100.0, 51)
     lane = Lane(1, np.stack([xs, np.zeros_like(xs)], -1), width_m=3.5)
     assert parked_in_the_way(Agents(**arrays), routed=set(), lanes=[lane]).tolist() == [True, False]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_in_the_way_matches_the_exhaustive_distance_test(seed):
+    from vectorworld import geometry
+    from vectorworld.sim.spawning import PASSING_CLEARANCE_M
+
+    rng = np.random.default_rng(seed)
+    a = Agents.empty(12)
+    arrays = {f.name: getattr(a, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][:], arrays["valid"][:], arrays["agent_type"][:] = np.arange(12), True, 1
+    arrays["xy"][:], arrays["yaw"][:] = rng.uniform(-30, 30, (12, 2)), rng.uniform(-3, 3, 12)
+    arrays["length"][:], arrays["width"][:] = rng.uniform(0.5, 5.0, 12), rng.uniform(0.5, 2.5, 12)
+    agents = Agents(**arrays)
+    lanes = [Lane(k, np.cumsum(rng.uniform(-8, 8, (6, 2)), 0)) for k in range(3)]
+    a_pts = np.concatenate([lane.points[:-1] for lane in lanes])
+    b_pts = np.concatenate([lane.points[1:] for lane in lanes])
+    corners = geometry.box_corners(agents.xy, agents.yaw, agents.length, agents.width)
+    points = np.concatenate([corners, agents.xy[:, None]], 1)
+    dist = geometry.point_segment_distance(points.reshape(-1, 2), a_pts, b_pts).reshape(12, 5, -1)
+    expected = (dist < PASSING_CLEARANCE_M).any((1, 2))
+    assert parked_in_the_way(agents, routed=set(), lanes=lanes).tolist() == expected.tolist()

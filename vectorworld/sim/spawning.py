@@ -113,8 +113,18 @@ def parked_in_the_way(agents: Agents, routed: set[int], lanes: list[Lane]) -> np
         return out
     a = np.concatenate([lane.points[:-1] for lane in lanes])
     b = np.concatenate([lane.points[1:] for lane in lanes])
+    # Candidate (agent, segment) pairs: the segment's circle reaches the agent's circle plus the clearance.
+    mid, half = 0.5 * (a + b), 0.5 * np.linalg.norm(b - a, axis=-1)
+    reach = half[None] + 0.5 * np.hypot(agents.length[slots], agents.width[slots])[:, None] + PASSING_CLEARANCE_M
+    delta = agents.xy[slots][:, None] - mid[None]
+    rows, segs = np.nonzero(np.einsum("smk,smk->sm", delta, delta) < reach * reach)
+    if len(rows) == 0:
+        return out
     corners = geometry.box_corners(agents.xy[slots], agents.yaw[slots], agents.length[slots], agents.width[slots])
-    points = np.concatenate([corners, agents.xy[slots][:, None]], 1)  # (S, 5, 2)
-    dist = geometry.point_segment_distance(points.reshape(-1, 2), a, b).reshape(len(slots), 5, -1)
-    out[slots] = (dist < PASSING_CLEARANCE_M).any((1, 2))
+    points = np.concatenate([corners, agents.xy[slots][:, None]], 1)[rows]  # (Q, 5, 2)
+    ab = (b - a)[segs][:, None]
+    t = np.clip(np.einsum("qpk,qpk->qp", points - a[segs][:, None], ab)
+                / np.maximum(np.einsum("qpk,qpk->qp", ab, ab), 1e-12), 0.0, 1.0)
+    dist = np.linalg.norm(points - (a[segs][:, None] + t[..., None] * ab), axis=-1)
+    out[slots[np.unique(rows[(dist < PASSING_CLEARANCE_M).any(1)])]] = True
     return out

@@ -345,7 +345,7 @@ DEFER_CALLS = 20
 """A port whose tile would surprise traffic is tried again after this many coverage calls (steps)."""
 SURPRISE_RADIUS_M = 40.0
 """A new lane may not cut across an existing road this close to an agent (m): it could not yield in time."""
-REQUERY_M = 2.0
+REQUERY_M = 5.0
 """An unchanged world is searched for open ports again once the ego has moved this far (m)."""
 STRAIGHT_FALLBACK = "straight-fallback"
 """Generator name of the straight lanes that continue a port no generator could continue."""
