@@ -164,7 +164,12 @@ class IdmCore:
         routed = np.array([pr is not None for pr in profiles], bool)
         rows = np.nonzero(routed)[0]
         batch = PathBatch.of([profiles[r].path.points for r in rows], [profiles[r].path.s for r in rows])
-        s_now, lateral = self._positions(inp, slots, profiles)
+        if self.plans_everyone:  # one plan per state: nothing to share between calls
+            s_now, lateral = np.zeros(n), np.zeros(n)
+            if len(rows):
+                s_now[rows], lateral[rows] = batch.project(a.xy[slots[rows]])
+        else:
+            s_now, lateral = self._positions(inp, slots, profiles)
         # Sampled corridor ahead of each agent: (N, K, 2) points, arc lengths, speed caps.
         ahead_s = s_now[:, None] + np.arange(int(LOOKAHEAD_M / SAMPLE_M) + 1)[None] * SAMPLE_M
         ahead = np.repeat(a.xy[slots][:, None], ahead_s.shape[1], 1)
