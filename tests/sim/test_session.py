@@ -61,6 +61,12 @@ def test_bad_commands_name_the_field(command, field):
     with pytest.raises(CommandError, match=field.replace("[", r"\[").replace("]", r"\]")):
         session.step(command)
     assert session.step_index == 0  # nothing was applied
+    # ... not even to the random streams: the session goes on exactly like one that never saw the request.
+    clean = Session(short_config())
+    clean.reset()
+    for _ in range(20):
+        a, b = session.step(ControlCommand(0.5, 0.0)), clean.step(ControlCommand(0.5, 0.0))
+        assert np.array_equal(a.agents.xy, b.agents.xy)
 
 
 def test_control_and_state_commands_move_the_ego():

@@ -207,13 +207,12 @@ class Session:
             raise StepMismatchError(f"step request names step {expected_step} but the session is at "
                                     f"step {self.step_index}")
         t0 = time.perf_counter()
-        inp = self._policy_input(np.zeros(self.agents.capacity, bool))
-        if command is None:
-            command = self.planner.plan(inp)
-        command = validate_command(command, self.agents.xy[self.ego_slot])
-        self._pending_tiles, self._pending_lanes, self._removed_lanes = [], [], []
         before = self.agents
-        # NPCs: one batched call.
+        if command is not None:  # refused before anything moves, so a bad request changes nothing
+            command = validate_command(command, before.xy[self.ego_slot])
+        inp = self._policy_input(np.zeros(before.capacity, bool))
+        # NPCs: one batched call. It goes first so that a planning pass the IDM ego planner shares with the
+        # IDM NPCs is timed as NPC policy time; both decide from the same state, so the order is free.
         npc_mask = before.valid.copy()
         npc_mask[self.ego_slot] = False
         t_npc = time.perf_counter()
@@ -223,8 +222,12 @@ class Session:
             deltas = self.npc_policy.act(dataclasses.replace(inp, controlled=npc_mask), self.npc_rng)
             xy, yaw, speed = apply_deltas(before.xy, before.yaw, before.speed, deltas, DT_S)
             valid = before.valid
-        self._npc_ms_step = (time.perf_counter() - t_npc) * 1e3
-        self.metrics.npc_policy_ms.append(self._npc_ms_step)
+        npc_ms = (time.perf_counter() - t_npc) * 1e3
+        if command is None:
+            command = validate_command(self.planner.plan(inp), before.xy[self.ego_slot])
+        self._pending_tiles, self._pending_lanes, self._removed_lanes = [], [], []
+        self._npc_ms_step = npc_ms
+        self.metrics.npc_policy_ms.append(npc_ms)
         ego_xy, ego_yaw, ego_speed = self._ego_next(command)
         xy[self.ego_slot], yaw[self.ego_slot], speed[self.ego_slot] = ego_xy, ego_yaw, ego_speed
         self.agents = dataclasses.replace(before, valid=valid).with_state(xy, yaw, speed)
