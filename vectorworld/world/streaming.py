@@ -71,7 +71,9 @@ class StreamingWorld:
         self._attempts: dict[int, int] = {}
         self._quiet: tuple[int, int | None, np.ndarray] | None = None  # last look that found no open port
         self._calls = 0  # ensure_coverage calls (the clock of deferrals)
-        self._deferred: dict[int, int] = {}  # port lane id -> call from which it may be tried again
+        # Port lane id -> (call from which it may be tried again, where its last tile met traffic (P, 2)).
+        self._deferred: dict[int, tuple[int, np.ndarray]] = {}
+        self._surprise_at = np.zeros((0, 2))  # meeting points of the last tile refused by _commit
 
     # ----------------------------------------------------------------- building
     def start(self, center_xy: np.ndarray | None = None, yaw: float = 0.0) -> GeneratedTile:
@@ -112,9 +114,9 @@ class StreamingWorld:
             return []  # nothing new within reach since the last look
         new: list[GeneratedTile] = []
         for _ in range(self.config.max_tiles_per_update):
-            port = self._next_port(ego_xy, ego_yaw, route_end_lane)
+            port = self._next_port(ego_xy, ego_yaw, route_end_lane, moving_xy)
             if port is None:
-                if not any(until > self._calls for until in self._deferred.values()):
+                if not self._deferred:
                     self._quiet = (self.graph.version, route_end_lane, np.array(ego_xy, float))
                 break
             new.extend(self._generate_at(port, agents_xy, moving_xy))
@@ -166,10 +168,11 @@ class StreamingWorld:
                     ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, False))
         return ports
 
-    def _next_port(self, ego_xy: np.ndarray, ego_yaw: float, route_end_lane: int | None) -> Port | None:
+    def _next_port(self, ego_xy: np.ndarray, ego_yaw: float, route_end_lane: int | None,
+                   moving_xy: np.ndarray | None = None) -> Port | None:
         lookahead = self.config.lookahead_m
         candidates = [p for p in self.open_ports(ego_xy, lookahead) if p.is_out and p.lane_id not in
-                      self._exhausted_ports and self._deferred.get(p.lane_id, 0) <= self._calls]
+                      self._exhausted_ports and not self._still_deferred(p.lane_id, moving_xy)]
         if not candidates:
             return None
         for port in candidates:
@@ -180,6 +183,21 @@ class StreamingWorld:
         if not ahead:
             return None
         return min(ahead, key=lambda p: (float(np.linalg.norm(p.xy - ego_xy)), p.lane_id))
+
+    def _still_deferred(self, lane_id: int, moving_xy: np.ndarray | None) -> bool:
+        """Whether a deferred port must wait on: its time is not up, or traffic is still moving where its
+        last tile met another road (generating again would only be refused again)."""
+        entry = self._deferred.get(lane_id)
+        if entry is None:
+            return False
+        until, points = entry
+        if until > self._calls:
+            return True
+        if moving_xy is not None and _any_within(points, moving_xy, SURPRISE_RADIUS_M):
+            self._deferred[lane_id] = (self._calls + DEFER_CALLS, points)
+            return True
+        del self._deferred[lane_id]
+        return False
 
     def _generate_at(self, port: Port, agents_xy: np.ndarray, moving_xy: np.ndarray | None) -> list[GeneratedTile]:
         """The generated tile, followed by any straight continuation of a port it failed again; nothing
@@ -198,7 +216,7 @@ class StreamingWorld:
         latency_ms = (time.perf_counter() - t0) * 1e3
         tile = self._commit(frame, content, latency_ms, moving_xy=moving_xy)
         if tile is None:
-            self._deferred[port.lane_id] = self._calls + DEFER_CALLS
+            self._deferred[port.lane_id] = (self._calls + DEFER_CALLS, self._surprise_at)
             return []
         generated = [tile]
         # A port the generator could not continue would be asked for again forever: remember it. Ports
@@ -217,7 +235,7 @@ class StreamingWorld:
                     generated.append(straight)
                 else:  # it would surprise traffic: try again later
                     self._attempts[p.lane_id] -= 1
-                    self._deferred[p.lane_id] = self._calls + DEFER_CALLS
+                    self._deferred[p.lane_id] = (self._calls + DEFER_CALLS, self._surprise_at)
             elif attempts > self.config.attempts_per_port:
                 self._exhausted_ports.add(p.lane_id)
         return generated
@@ -288,22 +306,16 @@ class StreamingWorld:
             pairs.append((la, lb))
         return pairs
 
-    @staticmethod
-    def _surprises(crossings: list[tuple[Lane, Lane]], agents_xy: np.ndarray) -> bool:
+    def _surprises(self, crossings: list[tuple[Lane, Lane]], agents_xy: np.ndarray) -> bool:
         """Whether one of the ``crossings`` joins two tiles' roads (or a tile's and the known map's) near one of
-        the agents."""
+        the agents; the meeting points are kept in ``_surprise_at``."""
         import shapely
 
-        if len(agents_xy) == 0:
-            return False
-        for la, lb in crossings:
-            if la.tile_id == lb.tile_id:
-                continue
-            meet = np.asarray(shapely.shortest_line(shapely.LineString(la.points),
-                                                    shapely.LineString(lb.points)).coords).mean(0)
-            if (np.linalg.norm(agents_xy - meet, axis=-1) < SURPRISE_RADIUS_M).any():
-                return True
-        return False
+        meets = [np.asarray(shapely.shortest_line(shapely.LineString(la.points),
+                                                  shapely.LineString(lb.points)).coords).mean(0)
+                 for la, lb in crossings if la.tile_id != lb.tile_id] if len(agents_xy) else []
+        self._surprise_at = np.array(meets).reshape(-1, 2)
+        return _any_within(self._surprise_at, agents_xy, SURPRISE_RADIUS_M)
 
     def _mark_crossings(self, new_ids: Sequence[int], crossings: list[tuple[Lane, Lane]] | None = None,
                         max_length_m: float = 120.0) -> None:
@@ -351,6 +363,14 @@ STRAIGHT_FALLBACK = "straight-fallback"
 """Generator name of the straight lanes that continue a port no generator could continue."""
 CLOSE_PASS_M = 2.5
 """Centrelines closer than this (less than a lane width) that are not connected pass through one junction."""
+
+
+def _any_within(points: np.ndarray, others: np.ndarray, radius_m: float) -> bool:
+    """Whether any of ``others`` (M, 2) lies within ``radius_m`` of any of ``points`` (P, 2)."""
+    if len(points) == 0 or len(others) == 0:
+        return False
+    delta = points[:, None] - others[None]
+    return bool((np.einsum("pmk,pmk->pm", delta, delta) < radius_m * radius_m).any())
 
 
 def _related(la: Lane, lb: Lane) -> bool:
