@@ -320,9 +320,13 @@ class IdmCore:
             return gap, lead_speed
         # Candidate pairs: agents inside the bounding box of a corridor (padded by the widest reach).
         pad = a.width[slots] / 2.0 + MOVING_MARGIN_M + 0.5 * float(np.max(a.length[others] + a.width[others]))
-        lo, hi = ahead.min(1) - pad[:, None], ahead.max(1) + pad[:, None]
         pos = a.xy[others]
-        inside = np.all((pos[None] >= lo[:, None]) & (pos[None] <= hi[:, None]), -1) & (others[None] != slots[:, None])
+        inside = np.zeros((n, len(others)), bool)
+        mid = ahead.shape[1] // 2
+        for part in (ahead[:, : mid + 1], ahead[:, mid:]):  # two boxes hug a bending corridor better than one
+            lo, hi = part.min(1) - pad[:, None], part.max(1) + pad[:, None]
+            inside |= np.all((pos[None] >= lo[:, None]) & (pos[None] <= hi[:, None]), -1)
+        inside &= others[None] != slots[:, None]
         pn, pm = np.nonzero(inside)
         if len(pn) == 0:
             return gap, lead_speed
