@@ -45,12 +45,14 @@ class DrivableGrid:
         local = ij - chunk * CHUNK_CELLS
         out = np.zeros(len(flat), bool)
         codes = _cell_codes(chunk)
-        for code in np.unique(codes):
-            sel = codes == code
-            key = chunk[np.argmax(sel)]
+        order = np.argsort(codes, kind="stable")  # points grouped by chunk
+        codes = codes[order]
+        bounds = np.flatnonzero(np.diff(codes)) + 1
+        for group in np.split(order, bounds):
+            key = chunk[group[0]]
             grid = self._chunks.get((int(key[0]), int(key[1])))
             if grid is not None:
-                out[sel] = grid[local[sel, 0], local[sel, 1]] > 0
+                out[group] = grid[local[group, 0], local[group, 1]] > 0
         return out.reshape(np.shape(xy)[:-1])
 
     def _corridor_cells(self, lane: Lane) -> tuple[np.ndarray, np.ndarray]:

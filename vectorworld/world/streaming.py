@@ -69,7 +69,8 @@ class StreamingWorld:
         self.fallback_tiles = 0
         self._exhausted_ports: set[int] = set()
         self._attempts: dict[int, int] = {}
-        self._quiet: tuple[int, int | None, np.ndarray] | None = None  # last look that found no open port
+        # The last look that found no open port: graph version, route end, ego xy, first deferral to end.
+        self._quiet: tuple[int, int | None, np.ndarray, float] | None = None
         self._calls = 0  # ensure_coverage calls (the clock of deferrals)
         # Port lane id -> (call from which it may be tried again, where its last tile met traffic (P, 2)).
         self._deferred: dict[int, tuple[int, np.ndarray]] = {}
@@ -110,14 +111,14 @@ class StreamingWorld:
         self._calls += 1
         quiet = self._quiet
         if (quiet is not None and quiet[0] == self.graph.version and quiet[1] == route_end_lane
-                and np.linalg.norm(quiet[2] - ego_xy) < REQUERY_M):
-            return []  # nothing new within reach since the last look
+                and np.linalg.norm(quiet[2] - ego_xy) < REQUERY_M and self._calls < quiet[3]):
+            return []  # nothing new within reach since the last look, and no deferral is over
         new: list[GeneratedTile] = []
         for _ in range(self.config.max_tiles_per_update):
             port = self._next_port(ego_xy, ego_yaw, route_end_lane, moving_xy)
             if port is None:
-                if not self._deferred:
-                    self._quiet = (self.graph.version, route_end_lane, np.array(ego_xy, float))
+                wake = min((until for until, _ in self._deferred.values()), default=np.inf)
+                self._quiet = (self.graph.version, route_end_lane, np.array(ego_xy, float), wake)
                 break
             new.extend(self._generate_at(port, agents_xy, moving_xy))
         return new
