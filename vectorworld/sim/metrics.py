@@ -128,9 +128,10 @@ class MetricTracker:
         npc_pairs = overlap & npc[:, None] & npc[None]
         new_contacts = int(np.triu(npc_pairs & ~self._npc_contact & seen[:, None] & seen[None]).sum())
         self._npc_contact = npc_pairs
-        corners = geometry.box_corners(after.xy, after.yaw, after.length, after.width)
         vehicles = valid & (after.agent_type == AgentType.VEHICLE)
-        on_road = drivable.contains(corners[vehicles]).all(-1)
+        corners = geometry.box_corners(after.xy[vehicles], after.yaw[vehicles], after.length[vehicles],
+                                       after.width[vehicles])
+        on_road = drivable.contains(corners).all(-1)
         offroad = np.zeros(after.capacity, bool)
         offroad[np.nonzero(vehicles)[0]] = ~on_road
         npc_veh = vehicles & npc
