@@ -117,6 +117,9 @@ class StreamingWorld:
         for _ in range(self.config.max_tiles_per_update):
             port = self._next_port(ego_xy, ego_yaw, route_end_lane, moving_xy)
             if port is None:
+                # Deferrals over by now belong to ports out of reach (those in reach were just renewed or
+                # cleared): forget them, and wake up for the first one still running.
+                self._deferred = {k: v for k, v in self._deferred.items() if v[0] > self._calls}
                 wake = min((until for until, _ in self._deferred.values()), default=np.inf)
                 self._quiet = (self.graph.version, route_end_lane, np.array(ego_xy, float), wake)
                 break
