@@ -10,14 +10,21 @@ Per step, for all controlled agents at once:
    every primitive from the agent's speed and type (:mod:`policies.feasibility`), plus a hard floor
    for primitives outside the metric's limits;
 4. collision avoidance: candidate primitives whose braking path overlaps a neighbour's constant-velocity
-   prediction are pushed down (:mod:`policies.collision_shaping`);
+   prediction (or the junction stop wall, see :mod:`policies.deltasim_junctions`) are pushed down
+   (:mod:`policies.collision_shaping`), and so are candidates that leave the route
+   (:mod:`policies.deltasim_route_shaping`);
 5. sample a primitive (Gumbel-max with the caller's rng, temperature ``temperature``; 0 = greedy), add
-   its residual; with shaping on, the final motion is clamped inside the shaping limits.
+   its residual (which may not add speed to a primitive the collision check penalised); with shaping on,
+   the final motion is clamped inside the shaping limits, and an agent whose
+   network wants to brake harder than feasible (its raw first choice lies below the braking limit) brakes
+   as hard as feasible instead of sampling among the few feasible primitives.
 
-Steps 3 and 4 are switchable for ablations. Steps 2-3 and the candidate set run as one graph
-(:mod:`policies.deltasim_scoring`, around the folded network of :mod:`policies.deltasim_infer`), traced
-with TorchScript on the first step; everything runs with at most ``DeltaSimConfig.threads`` torch threads.
-The time of each stage of the last step is kept in ``DeltaSimPolicy.last_timing`` (ms, see STAGES).
+Steps 3 and 4 (each penalty) are switchable for ablations. Steps 2-4 run as one graph (:mod:`policies.deltasim_scoring`,
+around the folded network of :mod:`policies.deltasim_infer`), traced with TorchScript on the first step;
+everything runs with at most ``DeltaSimConfig.threads`` torch threads. Agents standing off every route
+(parked cars, standing pedestrians) are held still without running the network (``hold_parked``; see
+:func:`policies.npc_observation.policy_slots`). The time of each stage of the last step is kept in
+``DeltaSimPolicy.last_timing`` (ms, see STAGES).
 """
 
 from __future__ import annotations
@@ -32,13 +39,14 @@ import numpy as np
 import torch
 
 from policies.base import Policy, PolicyInput, register_policy
-from policies.collision_shaping import CollisionShapingConfig, collision_penalty, primitive_paths
+from policies.collision_shaping import CollisionShapingConfig, primitive_paths, primitive_positions
 from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint
 from policies.deltasim_infer import DeltaSimInference
 from policies.deltasim_net import DeltaSimNet, observation_tensors
+from policies.deltasim_route_shaping import RouteShapingConfig
 from policies.deltasim_scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
-from policies.feasibility import project_feasible
-from policies.npc_observation import Observation, ObservationBuilder
+from policies.feasibility import braking_floor, project_feasible
+from policies.npc_observation import Observation, ObservationBuilder, policy_slots
 from vectorworld.errors import ConfigError
 
 _Scorer = DeltaSimScorer | torch.jit.ScriptModule
@@ -52,19 +60,25 @@ class DeltaSimConfig:
     One is the default: the ops are small, and on a shared machine a second OpenMP thread that is
     descheduled stalls every parallel op (measured 5.5 ms vs 450 ms per step for 32 agents at load 6 on 2
     cores).
-    ``trace``: run the scoring graph (network, shaping, candidates) as a frozen TorchScript trace (the same
-    ops, less Python overhead)."""
+    ``trace``: run the scoring graph (network, shaping, candidates, collision penalty) as a frozen
+    TorchScript trace (the same ops, less Python overhead).
+    ``hold_parked``: agents standing off every route are held still (see
+    :func:`policies.npc_observation.policy_slots`).
+    ``route_keeping``: push down candidates that leave the route (:mod:`policies.deltasim_route_shaping`)."""
 
     checkpoint: str | None = None
     kinematic_shaping: bool = True
     collision_avoidance: bool = True
     shaping_weight: float = 1000.0
-    temperature: float = 1.0
-    candidates: int = 48
+    temperature: float = 0.5
+    candidates: int = 24
     use_residual: bool = True
     collision: CollisionShapingConfig = CollisionShapingConfig()
+    route_keeping: bool = True
+    route: RouteShapingConfig = RouteShapingConfig()
     threads: int = 1
     trace: bool = True
+    hold_parked: bool = True
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or self.candidates < 1 or self.shaping_weight < 0:
@@ -84,10 +98,10 @@ class DeltaSimStep:
     chosen_cost: np.ndarray
 
 
-STAGES = ("observation", "scoring", "collision", "sampling")
-"""Stages timed in :attr:`DeltaSimPolicy.last_timing` (ms): observation building (numpy); scoring (tensor
-conversion, network, kinematic cost and shaping, top-k candidates; one traced graph); the collision
-penalty; sampling + detokenising (residual of the picked primitive, projection)."""
+STAGES = ("observation", "scoring", "sampling")
+"""Stages timed in :attr:`DeltaSimPolicy.last_timing` (ms): observation building (numpy, junction stops
+included); scoring (tensor conversion, network, kinematic cost and shaping, top-k candidates, collision
+penalty; one traced graph); sampling + detokenising (residual of the picked primitive, projection)."""
 
 
 @contextmanager
@@ -152,20 +166,29 @@ class DeltaSimPolicy(Policy):
             _, prims, paths = self._setup()
             cfg = self.config
             fast = DeltaSimInference(net)
-            scorer = DeltaSimScorer(fast, prims, self.checkpoint.vocabulary.dt_s, cfg.kinematic_shaping,
-                                    cfg.shaping_weight, cfg.candidates, paths, cfg.collision.times_s)
+            dt_s = self.checkpoint.vocabulary.dt_s
+            route, points = None, None
+            if cfg.route_keeping:
+                route = cfg.route
+                points = torch.from_numpy(primitive_positions(
+                    self.checkpoint.vocabulary.primitives, route.times_s, cfg.collision.brake_decel_mps2,
+                    dt_s).astype(np.float32))
+            scorer = DeltaSimScorer(fast, prims, dt_s, cfg.kinematic_shaping, cfg.shaping_weight, cfg.candidates,
+                                    paths, cfg.collision if cfg.collision_avoidance else None, route, points)
             self._scoring = (fast, trace_scorer(scorer, inputs) if cfg.trace else scorer)
             self._scoring_version = version
         return self._scoring
 
     def reset(self) -> None:
         self.last_step = None
+        if self._builder is not None:
+            self._builder.reset()
 
     def act(self, inp: PolicyInput, rng: np.random.Generator) -> np.ndarray:
         t0 = time.perf_counter()
         builder, _, _ = self._setup()
         out = np.zeros((inp.agents.capacity, 3))
-        obs = builder(inp)
+        obs = builder(inp, policy_slots(inp, self.config.hold_parked))
         self.last_timing = {"observation": (time.perf_counter() - t0) * 1e3}
         if obs.size == 0:
             self.last_step = DeltaSimStep(obs.slots, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0))
@@ -191,23 +214,33 @@ class DeltaSimPolicy(Policy):
         inputs["speed"] = torch.from_numpy(speed_np.astype(np.float32))
         inputs["agent_type"] = torch.from_numpy(type_np.astype(np.int64))
         net, scorer = self._scorer(inputs)
-        h, cand, cand_logits, cost, cand_paths, reachable = scorer(*(inputs[name] for name in SCORER_INPUTS))
+        h, cand, cand_logits, cost, wanted, conflict = scorer(*(inputs[name] for name in SCORER_INPUTS))
         t = _lap(timing, "scoring", t)
-        if cfg.collision_avoidance:
-            static = inputs["static"]
-            cand_logits = cand_logits - collision_penalty(
-                cand_paths, static[:, 0], static[:, 1], inputs["neighbors"], reachable, cfg.collision)
-        t = _lap(timing, "collision", t)
         scores = cand_logits.double().numpy()
         if cfg.temperature > 0:
             scores = scores / cfg.temperature + rng.gumbel(size=scores.shape)
         rows = np.arange(len(scores))
         pick = np.argmax(scores, axis=1)
         tokens = cand.numpy()[rows, pick]
-        motion = ckpt.vocabulary.primitives[tokens].copy()
+        prims = ckpt.vocabulary.primitives
+        motion = prims[tokens].copy()
         if cfg.use_residual:
-            motion += net.residual(h, torch.from_numpy(tokens)).numpy().astype(np.float64)
+            residual = net.residual(h, torch.from_numpy(tokens)).numpy().astype(np.float64)
+            # The collision check judged the primitive: in a conflict the residual may not add speed to it.
+            in_conflict = conflict.numpy()[rows, pick] > 0.0
+            residual[in_conflict, 0] = np.minimum(residual[in_conflict, 0], 0.0)
+            motion += residual
         if cfg.kinematic_shaping:
+            # The network wants to brake harder than feasible: brake as hard as feasible, rather than sample
+            # among the few feasible primitives whose logits it never learned to rank in such a state.
+            wanted_np = wanted.numpy()
+            harder = prims[wanted_np, 0] < braking_floor(speed_np, ckpt.vocabulary.dt_s)
+            if harder.any():
+                want = prims[wanted_np[harder]].copy()
+                if cfg.use_residual:
+                    want += net.residual(h[torch.from_numpy(np.nonzero(harder)[0])],
+                                         torch.from_numpy(wanted_np[harder])).numpy().astype(np.float64)
+                motion[harder] = want
             motion = project_feasible(motion, speed_np, type_np, ckpt.vocabulary.dt_s)
         chosen_cost = cost.numpy()[rows, tokens]
         self.last_step = DeltaSimStep(obs.slots, tokens, motion, chosen_cost)

@@ -22,7 +22,8 @@ from policies.kdisks import MotionVocabulary
 from policies.npc_observation import ObservationConfig
 from vectorworld.errors import CheckpointError, ConfigError
 
-FORMAT = "vectorworld.deltasim/1"
+FORMAT = "vectorworld.deltasim/2"
+"""Version 2: junction stop token among the neighbour tokens, query-only blocks (``context_layers``)."""
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "weights" / "deltasim"
 """Stem of the shipped checkpoint (``.safetensors`` + ``.json``)."""
 
@@ -76,7 +77,10 @@ def load_checkpoint(stem: str | Path = DEFAULT_CHECKPOINT) -> DeltaSimCheckpoint
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{json_path}: not valid JSON ({err})") from err
     if not isinstance(sidecar, dict) or sidecar.get("format") != FORMAT:
-        raise CheckpointError(f"{json_path}: format is not {FORMAT!r}")
+        found = sidecar.get("format") if isinstance(sidecar, dict) else None
+        hint = (" (an older DeltaSim checkpoint: retrain it with tools/train_deltasim.py)"
+                if isinstance(found, str) and found.startswith("vectorworld.deltasim/") else "")
+        raise CheckpointError(f"{json_path}: format is {found!r}, not {FORMAT!r}{hint}")
     try:
         net_config = DeltaSimNetConfig.from_dict(sidecar["net"])
         obs_config = ObservationConfig(**sidecar["observation"])

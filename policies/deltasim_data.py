@@ -21,13 +21,14 @@ from vectorworld.errors import DataFormatError
 from vectorworld.sim.dynamics import apply_deltas
 
 SAMPLE_FIELDS = ("history", "static", "neighbors", "neighbor_mask", "lane_points", "lane_features",
-                 "lane_mask", "route_ahead", "motion", "speed", "agent_type", "episode")
+                 "lane_mask", "route_ahead", "stop", "stop_mask", "motion", "speed", "agent_type", "episode")
 
 
 @dataclass(frozen=True)
 class Samples:
-    """M behaviour-cloning samples: the Observation arrays (leading dim M) plus motion (M, 3) body-frame
-    (dx, dy, dyaw) over the next step, speed (M,) m/s, agent_type (M,) int8, episode (M,) int64."""
+    """M behaviour-cloning samples: the Observation arrays (leading dim M; the junction stop token in
+    ``stop`` / ``stop_mask``) plus motion (M, 3) body-frame (dx, dy, dyaw) over the next step, speed (M,)
+    m/s, agent_type (M,) int8, episode (M,) int64."""
 
     history: np.ndarray
     static: np.ndarray
@@ -37,6 +38,8 @@ class Samples:
     lane_features: np.ndarray
     lane_mask: np.ndarray
     route_ahead: np.ndarray
+    stop: np.ndarray
+    stop_mask: np.ndarray
     motion: np.ndarray
     speed: np.ndarray
     agent_type: np.ndarray
@@ -68,7 +71,8 @@ def samples_from(obs: Observation, inp: PolicyInput, motion: np.ndarray, episode
     """Samples for the observed slots of one step; ``motion`` (S, 3) is the realised next-step motion."""
     a = inp.agents
     return Samples(obs.history, obs.static, obs.neighbors, obs.neighbor_mask, obs.lane_points,
-                   obs.lane_features, obs.lane_mask, obs.route_ahead, motion.astype(np.float32),
+                   obs.lane_features, obs.lane_mask, obs.route_ahead, obs.stop, obs.stop_mask,
+                   motion.astype(np.float32),
                    a.speed[obs.slots].astype(np.float32), a.agent_type[obs.slots].astype(np.int8),
                    np.full(obs.size, episode, np.int64))
 

@@ -2,7 +2,9 @@
 
 * :func:`evaluate_npc_session` -- the same seeds through the engine's :class:`~vectorworld.sim.session.Session`
   (streaming world, ego planner): NPC collisions and off-road events per ego km, kinematic
-  infeasibility rate, mean NPC speed, NPC policy ms per step.
+  infeasibility rate, mean NPC speed, NPC policy ms per step, real-time factor. Episodes run their full
+  distance (an NPC touching the ego is reported, not terminal), and some policies may run on fewer seeds
+  (``seeds_by_policy``: the ablations are slower to evaluate and matter less).
 * :func:`evaluate_npc_synthetic` -- dense traffic on synthetic roads where *every* agent is driven by the
   policy under test (no streaming world): the same metrics from the engine's MetricTracker, per NPC km.
 * :func:`evaluate_womd` -- held-out real log: one-step behaviour-cloning accuracy (top-1 primitive, step
@@ -12,8 +14,9 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -76,8 +79,8 @@ class MeasuredPolicy(Policy):
         if not live.any():
             return
         slots1 = np.nonzero(live)[0]
-        order = {int(i): s for i, s in zip(ids0, slots0, strict=True)}
-        s0 = np.array([order[int(i)] for i in a1.id[slots1]])
+        order = np.argsort(ids0)
+        s0 = slots0[order[np.searchsorted(ids0, a1.id[slots1], sorter=order)]]
         bad = realised_infeasible(a0.xy[s0], a0.yaw[s0], a0.speed[s0], a1.xy[slots1], a1.yaw[slots1],
                                   a1.speed[slots1], inp.dt_s)
         self.infeasible_steps += int(bad.sum())
@@ -100,17 +103,20 @@ def _pool_map(fn: Callable, jobs: list, workers: int) -> list:
 
 def session_episode(job: tuple[str, int, float, str, int | None]) -> dict:
     """One Session episode (policy name, seed, km, generator, max steps) -> its report plus NPC speed and
-    the realised infeasibility measured by :class:`MeasuredPolicy`."""
+    the realised infeasibility measured by :class:`MeasuredPolicy`.
+
+    The episode does not stop when an NPC touches the ego (the ego's collisions are still reported): every
+    policy drives the same distance, so per-km rates compare like with like."""
     from vectorworld.sim.session import Session, SessionConfig
 
     name, seed, km, generator, max_steps = job
     torch_threads_one()
     measured = MeasuredPolicy(make_policy(name))
     session = Session(SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=name,
-                                    max_steps=max_steps), npc_policy=measured)
-    obs = session.reset()
-    while not obs.done:
-        obs = session.step()
+                                    max_steps=max_steps, terminate_on_collision=False), npc_policy=measured)
+    session.reset()
+    while not session.done:
+        session.advance()  # no per-step observation: the evaluation reads the report only
     report = session.report()
     session.close()
     report["policy"] = name
@@ -123,16 +129,20 @@ def session_episode(job: tuple[str, int, float, str, int | None]) -> dict:
 
 def evaluate_npc_session(policies: Sequence[str] = DEFAULT_POLICIES, seeds: int = 20, km: float = 1.0,
                          generator: str = "procedural", workers: int = 1,
-                         max_steps: int | None = None) -> dict[str, dict]:
-    """Per policy name: means over ``seeds`` Session episodes of ``km`` each (seeds 0..seeds-1), each
-    truncated after ``max_steps`` steps if given (the default is the Session's own limit)."""
-    jobs = [(name, seed, km, generator, max_steps) for name in policies for seed in range(seeds)]
+                         max_steps: int | None = None,
+                         seeds_by_policy: Mapping[str, int] | None = None) -> dict[str, dict]:
+    """Per policy name: means over ``seeds`` Session episodes of ``km`` each (seeds 0..seeds-1, or
+    ``seeds_by_policy[name]`` of them), each truncated after ``max_steps`` steps if given (the default is
+    the Session's own limit). ``per_episode`` lists each seed's event counts, km and real-time factor."""
+    counts = {name: (seeds_by_policy or {}).get(name, seeds) for name in policies}
+    jobs = [(name, seed, km, generator, max_steps) for name in policies for seed in range(counts[name])]
     reports = _pool_map(session_episode, jobs, workers)
     results: dict[str, dict] = {}
     for name in policies:
         rows = [r for r in reports if r["policy"] == name]
         results[name] = {
             "episodes": len(rows),
+            "seeds": [r["seed"] for r in rows],
             "km": float(sum(r["km"] for r in rows)),
             "npc_collisions_per_km": _mean(rows, "npc_collisions_per_km"),
             "npc_offroad_per_km": _mean(rows, "npc_offroad_per_km"),
@@ -146,6 +156,13 @@ def evaluate_npc_session(policies: Sequence[str] = DEFAULT_POLICIES, seeds: int 
             "npc_collision_events": int(round(sum(r["npc_collisions_per_km"] * r["km"] for r in rows))),
             "npc_offroad_events": int(round(sum(r["npc_offroad_per_km"] * r["km"] for r in rows))),
             "end_reasons": sorted({r["end_reason"] for r in rows}),
+            "rtf_mean": _mean(rows, "rtf"),
+            "rtf_min": float(min(r["rtf"] for r in rows)) if rows else float("nan"),
+            "per_episode": [{"seed": r["seed"], "km": r["km"], "rtf": r["rtf"],
+                             "npc_collisions": int(round(r["npc_collisions_per_km"] * r["km"])),
+                             "npc_offroad": int(round(r["npc_offroad_per_km"] * r["km"])),
+                             "ego_collisions": r["ego_collisions"], "npc_policy_ms": r["npc_policy_ms"]}
+                            for r in rows],
         }
     return results
 
@@ -190,14 +207,15 @@ def synthetic_episode(job: tuple[str, int, int]) -> dict:
 
 
 def evaluate_npc_synthetic(policies: Sequence[str] = DEFAULT_POLICIES, seeds: int = 20, steps: int = 300,
-                           workers: int = 1) -> dict[str, dict]:
+                           workers: int = 1, seeds_by_policy: Mapping[str, int] | None = None) -> dict[str, dict]:
     """Every agent of a randomised synthetic road scene (1-4 lanes, 6-40 agents, no unavoidable collision at
     the start) driven by the policy for
     ``steps`` steps; seed i builds the same scene for every policy. Rates are per NPC km driven; the
     infeasibility rate is :func:`policies.feasibility.realised_infeasible` over realised vehicle steps.
     (Capacity equals the agent count, so the tracker's ego slot is 0 and slot 0 is left out of the NPC
     event counts.)"""
-    jobs = [(name, seed, steps) for name in policies for seed in range(seeds)]
+    counts = {name: (seeds_by_policy or {}).get(name, seeds) for name in policies}
+    jobs = [(name, seed, steps) for name in policies for seed in range(counts[name])]
     episodes = _pool_map(synthetic_episode, jobs, workers)
     results: dict[str, dict] = {}
     for name in policies:
@@ -342,16 +360,23 @@ def womd_bc_accuracy(path: Path, policy: Policy, seed: int = 0) -> dict:
 
 def evaluate_npc(seeds: int = 20, km: float = 1.0, policies: Sequence[str] = DEFAULT_POLICIES,
                  womd_path: Path | None = None, synthetic_steps: int = 300, session: bool = True,
-                 synthetic: bool = True, workers: int = 1, max_steps: int | None = None) -> dict:
-    """Everything: Session episodes, synthetic dense traffic, and the WOMD hold-out when available."""
-    report: dict = {"policies": list(policies), "seeds": seeds, "km": km}
+                 synthetic: bool = True, workers: int = 1, max_steps: int | None = None,
+                 seeds_by_policy: Mapping[str, int] | None = None) -> dict:
+    """Everything: Session episodes, synthetic dense traffic, and the WOMD hold-out when available.
+    ``seeds_by_policy`` gives some policies fewer (or more) Session seeds than ``seeds``."""
+    report: dict = {"policies": list(policies), "seeds": seeds, "km": km,
+                    "seeds_by_policy": {name: (seeds_by_policy or {}).get(name, seeds) for name in policies},
+                    "load_avg_start": list(os.getloadavg())}
     if session:
-        report["session"] = evaluate_npc_session(policies, seeds, km, workers=workers, max_steps=max_steps)
+        report["session"] = evaluate_npc_session(policies, seeds, km, workers=workers, max_steps=max_steps,
+                                                 seeds_by_policy=seeds_by_policy)
     if synthetic:
-        report["synthetic"] = evaluate_npc_synthetic(policies, seeds, synthetic_steps, workers=workers)
+        report["synthetic"] = evaluate_npc_synthetic(policies, seeds, synthetic_steps, workers=workers,
+                                                     seeds_by_policy=seeds_by_policy)
     if womd_path is not None and Path(womd_path).is_file():
         report["womd"] = evaluate_womd(Path(womd_path), policies)
         report["womd"]["bc"] = womd_bc_accuracy(Path(womd_path), make_policy("deltasim"))
+    report["load_avg_end"] = list(os.getloadavg())
     return report
 
 

@@ -8,8 +8,9 @@ Computes the same function as the training network up to float32 rounding, with 
   (W g) n + (W b + c)``), and the attention scale 1/sqrt(d_head) into the query rows;
 * attention is computed by hand with an additive -inf bias for masked keys (two small batched matmuls;
   faster than ``scaled_dot_product_attention`` at these sizes on a CPU);
-* the last block computes the agent token only, without projecting keys and values of the other tokens
-  (:meth:`_FoldedBlock.forward_first`);
+* the blocks after the last context block (:attr:`DeltaSimNetConfig.full_layers`) compute the agent token
+  only, without projecting keys and values of the other tokens (:meth:`_FoldedBlock.forward_first`); the
+  context tokens they attend to are normalised once;
 * the residual head is evaluated only for the primitive each agent picked (:meth:`residual`), not for the
   whole vocabulary.
 
@@ -107,22 +108,22 @@ class _FoldedBlock(nn.Module):
         x = x + F.linear(out, self.proj_w, self.proj_b)
         return x + self.mlp(F.layer_norm(x, (d,), eps=self.eps2))
 
-    def forward_first(self, x: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
-        """The block for token 0 only: (S, T, d) -> (S, d); key_bias (S, 1, T).
+    def forward_first(self, x0: torch.Tensor, n: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
+        """The block for token 0 only: x0 (S, d) the agent token, n (S, T, d) all tokens after the plain
+        (affine-free) first LayerNorm, token 0 included; key_bias (S, 1, T). Returns the new agent token (S, d).
 
         Keys and values are never projected for all T tokens. With q_h the (scaled) query of head h and n_j
         the normalised tokens, ``q_h . (Wk_h n_j + bk_h) = (Wk_h^T q_h) . n_j + const`` (the constant drops
         out of the softmax) and ``sum_j a_hj (Wv_h n_j + bv_h) = Wv_h (sum_j a_hj n_j) + bv_h`` (the
         weights sum to one): two small per-agent products replace a (S*T, d) x (d, 2d) projection.
         """
-        s, _, d = x.shape
-        n = F.layer_norm(x, (d,), eps=self.eps1)                                   # (S, T, d)
+        s, _, d = n.shape
         q = F.linear(n[:, 0], self.qkv_w[:d], self.qkv_b[:d]).view(s, self.heads, -1).transpose(0, 1)
         qk = torch.bmm(q, self.qkv_w[d:2 * d].view(self.heads, -1, d)).transpose(0, 1)  # (S, H, d)
         att = torch.softmax(torch.baddbmm(key_bias, qk, n.transpose(1, 2)), -1)    # (S, H, T)
         z = torch.bmm(att, n).transpose(0, 1)                                      # (H, S, d)
         v = torch.bmm(z, self.value_heads_t).transpose(0, 1).reshape(s, d) + self.qkv_b[2 * d:]
-        h = x[:, 0] + F.linear(v, self.proj_w, self.proj_b)
+        h = x0 + F.linear(v, self.proj_w, self.proj_b)
         return h + self.mlp(F.layer_norm(h, (d,), eps=self.eps2))
 
 
@@ -141,7 +142,7 @@ class DeltaSimInference(nn.Module):
         with torch.no_grad():
             hist_scale = (1.0 / net.history_scale).repeat(c.history_steps)
             route_in = net.ego_embed[0].weight.shape[1] - hist_scale.numel() - net.static_scale.numel()
-            route_scale = net.route_scale.repeat(route_in // net.route_scale.numel())
+            route_scale = net.route_scale.reshape(-1).repeat(route_in // net.route_scale.numel())
             self.ego = _FoldedMLP(net.ego_embed, torch.cat([hist_scale, 1.0 / net.static_scale, route_scale]),
                                   net.kind_embed[0])
             self.neighbor = _FoldedMLP(net.neighbor_embed, 1.0 / net.neighbor_scale, net.kind_embed[1])
@@ -149,6 +150,10 @@ class DeltaSimInference(nn.Module):
             lane_scale[: 2 * c.chunk_points] = 1.0 / LANE_POINT_SCALE
             self.lane = _FoldedMLP(net.lane_embed, lane_scale, net.kind_embed[2])
             self.blocks = nn.ModuleList(_FoldedBlock(b) for b in net.blocks)
+            self.full_layers = c.full_layers
+            self.query_eps = self.blocks[self.full_layers].eps1
+            if any(b.eps1 != self.query_eps for b in self.blocks[self.full_layers:]):
+                raise ValueError("query-only blocks must share their first LayerNorm's eps")
             self.final_eps = net.norm.eps
             logits_w, logits_b = _fold_norm(net.norm, net.logits_head)
             res_w, res_b = _fold_norm(net.norm, net.residual_head)
@@ -169,12 +174,18 @@ class DeltaSimInference(nn.Module):
         x = torch.cat([self.ego(ego_in)[:, None], self.neighbor(neighbors), self.lane(lane_in)], 1)  # (S, T, d)
         valid = torch.cat([torch.ones_like(neighbor_mask[:, :1]), neighbor_mask, lane_mask], 1)   # (S, T)
         key_bias = torch.zeros_like(x[:, :, 0]).masked_fill(~valid, float("-inf"))[:, None]  # (S, 1, T)
-        if len(self.blocks) > 1:
+        if self.full_layers > 0:
             heads = self.blocks[0].heads
             head_bias = key_bias[:, None].expand(-1, heads, 1, -1).reshape(-1, 1, key_bias.shape[2])  # (S*H, 1, T)
-            for block in self.blocks[:-1]:
+            for block in self.blocks[:self.full_layers]:
                 x = block(x, head_bias)
-        h = F.layer_norm(self.blocks[-1].forward_first(x, key_bias), (self.d,), eps=self.final_eps)
+        # Query-only blocks: the context tokens no longer change, so they are normalised once.
+        h = x[:, 0]
+        context = F.layer_norm(x[:, 1:], (self.d,), eps=self.query_eps)
+        for block in self.blocks[self.full_layers:]:
+            n = torch.cat([F.layer_norm(h, (self.d,), eps=self.query_eps)[:, None], context], 1)
+            h = block.forward_first(h, n, key_bias)
+        h = F.layer_norm(h, (self.d,), eps=self.final_eps)
         return h, F.linear(h, self.logits_w, self.logits_b)
 
     def residual(self, h: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

@@ -1,8 +1,9 @@
-"""The recipe of the shipped DeltaSim checkpoint: record IDM teacher traffic, train, save.
+"""The recipe of the shipped DeltaSim checkpoint: record IDM teacher traffic in Session rollouts, train, save.
 
 ``train_from_dir`` is what ``tools/train_deltasim.py`` and ``vectorworld train deltasim`` run. The data
 directory caches the recorded samples (``deltasim_samples.npz``) so a rerun trains on identical data; the
 output directory gets the checkpoint pair and ``train_record.json`` (the resolved recipe + training log).
+The corpus is recorded by :mod:`policies.deltasim_corpus` on Session seeds far from the evaluation seeds.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from policies.deltasim_checkpoint import save_checkpoint
-from policies.deltasim_data import Samples, procedural_traffic
+from policies.deltasim_corpus import SessionCorpusConfig, session_corpus
+from policies.deltasim_data import Samples
 from policies.deltasim_net import DeltaSimNetConfig
 from policies.deltasim_train import TrainConfig, evaluate_bc, train_deltasim
 from policies.idm import IdmParams, IdmPolicy
@@ -25,16 +27,28 @@ from policies.npc_observation import ObservationConfig
 SAMPLES_FILE = "deltasim_samples.npz"
 
 
+SEED_BASE = 1000
+"""Session seeds of the corpus start at SEED_BASE * (recipe seed + 1): never among the evaluation seeds."""
+
+
 @dataclass(frozen=True)
 class DataRecipe:
-    """Procedural teacher traffic: episodes x steps on randomised synthetic roads; the last
-    ``val_fraction`` of episodes is held out. ``action_noise``: DART-style noise (m, m, rad per step)."""
+    """Session corpus (see :class:`policies.deltasim_corpus.SessionCorpusConfig`): ``episodes`` Sessions of
+    ``warmup_steps`` + ``steps`` steps, every ``record_every``-th step recorded; the last ``val_fraction``
+    of episodes is held out. ``action_noise``: DART-style noise (m, m, rad per step)."""
 
-    episodes: int = 96
-    steps: int = 200
+    episodes: int = 64
+    steps: int = 600
+    warmup_steps: int = 20
+    record_every: int = 3
     seed: int = 0
     val_fraction: float = 0.1
-    action_noise: tuple[float, float, float] = (0.02, 0.05, 0.015)
+    action_noise: tuple[float, float, float] = (0.04, 0.05, 0.015)
+
+    def corpus(self) -> SessionCorpusConfig:
+        return SessionCorpusConfig(episodes=self.episodes, steps=self.steps, warmup_steps=self.warmup_steps,
+                                   record_every=self.record_every, first_seed=SEED_BASE * (self.seed + 1),
+                                   action_noise=self.action_noise)
 
 
 def idm_teacher(rng: np.random.Generator) -> IdmPolicy:
@@ -48,8 +62,8 @@ def idm_teacher(rng: np.random.Generator) -> IdmPolicy:
     ))
 
 
-def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationConfig, workers: int = 1
-                   ) -> Samples:
+def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationConfig, workers: int = 1,
+                   log: Callable[[dict], None] | None = None) -> Samples:
     """Samples cached in ``data_dir`` or freshly recorded there (with the recipe beside them); ``workers``
     processes record episodes in parallel (same samples)."""
     data_dir = Path(data_dir)
@@ -57,8 +71,7 @@ def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationC
     if path.is_file():
         return Samples.load(path)
     data_dir.mkdir(parents=True, exist_ok=True)
-    samples = procedural_traffic(recipe.episodes, recipe.steps, recipe.seed, idm_teacher, observation,
-                                 recipe.action_noise, workers=workers)
+    samples = session_corpus(recipe.corpus(), idm_teacher, observation, log=log, workers=workers)
     samples.save(path)
     (data_dir / "deltasim_samples.json").write_text(json.dumps(dataclasses.asdict(recipe), indent=1))
     return samples
@@ -70,7 +83,7 @@ def train_from_dir(data_dir: Path, out_dir: Path, recipe: DataRecipe = DataRecip
                    log: Callable[[dict], None] | None = None, workers: int = 1) -> dict:
     """Record (or load) data, train, and write ``out_dir/deltasim.{safetensors,json}`` and
     ``out_dir/train_record.json``. Returns the training record."""
-    samples = load_or_record(data_dir, recipe, observation, workers)
+    samples = load_or_record(data_dir, recipe, observation, workers, log)
     episodes = int(samples.episode.max()) + 1
     first_val = episodes - max(1, int(round(episodes * recipe.val_fraction)))
     train = samples.subset(np.nonzero(samples.episode < first_val)[0])
@@ -83,7 +96,7 @@ def train_from_dir(data_dir: Path, out_dir: Path, recipe: DataRecipe = DataRecip
     record["val"] = evaluate_bc(net, vocab, val)
     record["val_samples"] = len(val)
     meta = {"recipe": dataclasses.asdict(recipe), "train": dataclasses.asdict(config),
-            "data": "procedural IDM teacher traffic on synthetic roads (policies.deltasim_data)",
+            "data": "IDM teacher traffic in procedural Session rollouts (policies.deltasim_corpus)",
             "record": record}
     out_dir = Path(out_dir)
     save_checkpoint(out_dir / "deltasim", net, vocab, observation, meta)

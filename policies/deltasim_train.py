@@ -21,6 +21,7 @@ from policies.deltasim_data import Samples
 from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
 from policies.feasibility import kinematic_cost
 from policies.kdisks import MotionVocabulary, build_kdisks, straight_motions
+from policies.npc_observation import with_stop_token
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class TrainConfig:
     """Optimisation and vocabulary settings (defaults: the shipped checkpoint's recipe)."""
 
     seed: int = 0
-    epochs: int = 8
+    epochs: int = 10
     batch_size: int = 256
     lr: float = 2e-3
     weight_decay: float = 1e-4
@@ -39,7 +40,7 @@ class TrainConfig:
     vocab_theta_weight: float = 10.0
     vocab_max_size: int = 384
     vocab_max_speed_mps: float = 25.0
-    max_seconds: float = 420.0
+    max_seconds: float = 1800.0
     threads: int = 1
 
 
@@ -61,11 +62,15 @@ def build_vocabulary(samples: Samples, config: TrainConfig) -> MotionVocabulary:
 
 
 def _batch(samples: Samples, index: np.ndarray) -> dict[str, torch.Tensor]:
+    """The network's inputs for samples ``index`` (the stop token appended to the neighbours, as at
+    inference: :func:`policies.deltasim_net.observation_tensors`)."""
+    neighbors, neighbor_mask = with_stop_token(samples.neighbors[index], samples.neighbor_mask[index],
+                                               samples.stop[index], samples.stop_mask[index])
     return {
         "history": torch.from_numpy(samples.history[index]),
         "static": torch.from_numpy(samples.static[index]),
-        "neighbors": torch.from_numpy(samples.neighbors[index]),
-        "neighbor_mask": torch.from_numpy(samples.neighbor_mask[index]),
+        "neighbors": torch.from_numpy(neighbors),
+        "neighbor_mask": torch.from_numpy(neighbor_mask),
         "lane_points": torch.from_numpy(samples.lane_points[index]),
         "lane_features": torch.from_numpy(samples.lane_features[index]),
         "lane_mask": torch.from_numpy(samples.lane_mask[index]),

@@ -77,7 +77,27 @@ def kinematic_cost(motion: torch.Tensor, speed0: torch.Tensor, agent_type: torch
     """Differentiable feasibility cost (...) >= 0 of motions (..., 3) given speed0 (...) m/s and agent
     types (...) int (all broadcast). Zero inside ``limits``; grows quadratically with the relative
     violation of each limit."""
+    return _cost(motion, implied_quantities(motion, speed0, dt_s), speed0, agent_type, limits)
+
+
+def cost_and_violation(motion: torch.Tensor, speed0: torch.Tensor, agent_type: torch.Tensor, dt_s: float = 0.1,
+                       limits: KinematicLimits = SHAPING_LIMITS, hard: KinematicLimits = METRIC_LIMITS
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`kinematic_cost` with ``limits`` and whether each motion breaks ``hard`` (bool, the same as
+    ``kinematic_cost(..., hard) > 0`` for limits without a turning radius), sharing the implied quantities."""
+    if np.isfinite(hard.max_curvature_per_m):
+        raise ValueError("cost_and_violation: the hard limits must not constrain the turning radius")
     q = implied_quantities(motion, speed0, dt_s)
+    cost = _cost(motion, q, speed0, agent_type, limits)
+    moving = torch.maximum(speed0.abs(), q["v1"].abs()) > hard.yaw_rate_min_speed_mps
+    bad = ((q["a_long"].abs() > hard.max_long_accel_mps2) | (q["a_lat"].abs() > hard.max_lat_accel_mps2)
+           | (moving & (q["yaw_rate"].abs() > _yaw_limit(agent_type, hard, motion.dtype)))
+           | (q["backward"] > hard.max_backward_m))
+    return cost, bad
+
+
+def _cost(motion: torch.Tensor, q: dict[str, torch.Tensor], speed0: torch.Tensor, agent_type: torch.Tensor,
+          limits: KinematicLimits) -> torch.Tensor:
     yaw_lim = _yaw_limit(agent_type, limits, motion.dtype)
     moving = torch.maximum(speed0.abs(), q["v1"].abs()) > limits.yaw_rate_min_speed_mps
     yaw_excess = torch.relu(q["yaw_rate"].abs() - yaw_lim) / yaw_lim * moving
@@ -104,6 +124,13 @@ def infeasible(motion: np.ndarray, speed0: np.ndarray, agent_type: np.ndarray, d
     return cost.numpy() > 1e-9
 
 
+def braking_floor(speed0: np.ndarray, dt_s: float = 0.1, limits: KinematicLimits = SHAPING_LIMITS) -> np.ndarray:
+    """Shortest forward step (C,) m that ``limits`` allow from speeds (C,) m/s: the hardest feasible braking
+    (never more than the allowed backward creep)."""
+    v0 = np.asarray(speed0, dtype=np.float64)
+    return np.maximum(-limits.max_backward_m, (v0 - limits.max_long_accel_mps2 * dt_s) * dt_s)
+
+
 def project_feasible(motion: np.ndarray, speed0: np.ndarray, agent_type: np.ndarray, dt_s: float = 0.1,
                      limits: KinematicLimits = SHAPING_LIMITS) -> np.ndarray:
     """Clamp motions (C, 3) into the feasible set of ``limits`` from speeds (C,) m/s; returns (C, 3).
@@ -115,7 +142,7 @@ def project_feasible(motion: np.ndarray, speed0: np.ndarray, agent_type: np.ndar
     motion = np.array(motion, dtype=np.float64)
     v0 = np.asarray(speed0, dtype=np.float64)
     a = limits.max_long_accel_mps2 * dt_s
-    lo = np.maximum(-limits.max_backward_m, (v0 - a) * dt_s)
+    lo = braking_floor(v0, dt_s, limits)
     hi = np.maximum((v0 + a) * dt_s, lo)
     motion[:, 0] = np.clip(motion[:, 0], lo, hi)
     side = 0.3 * np.abs(motion[:, 0]) + 0.02

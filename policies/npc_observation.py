@@ -4,12 +4,19 @@ The agent frame has its origin at the agent's box centre, x along its heading. F
 
 * own history: the last H steps (x, y, cos dyaw, sin dyaw, speed, valid) in the current agent frame, plus
   static features (length, width, type one-hot);
-* the N nearest other agents (the ego included): relative pose, velocity in the agent frame, size, type;
+* N other agents (the ego included): first those ahead in its route corridor (up to 60 m along the route:
+  the queue it follows, even beyond the neighbour radius), then the nearest others; relative pose, velocity
+  in the agent frame, size, type;
 * the L nearest lane chunks (see :mod:`policies.lane_chunks`): points in the agent frame and the chunk's
   relation to the agent's current lane (current / successor / predecessor / left / right / other), whether
   it lies on the agent's route and where along the route, speed limit and width;
-* route targets: for each distance d in ROUTE_AHEAD_M, the point of the observed route chunks whose
-  forward coordinate is closest to d (x, y, valid) -- a direct lane-keeping cue.
+* route targets: for each distance d in ROUTE_AHEAD_M, the point d metres further along the agent's route
+  path than its projection onto it and the lowest speed cap (limit, curve speed) on the way there (x, y,
+  valid, cap; :mod:`policies.deltasim_routes`) -- direct lane-keeping, turning and speed cues;
+* the junction stop token: where the right-of-way rule holds the agent before a junction this step, a
+  standing wall across the connector's entry in the neighbour format (type one-hot all zero; see
+  :mod:`policies.deltasim_junctions`). The network reads it as one more neighbour token
+  (:func:`with_stop_token`).
 
 Fixed capacities with masks; no Python loop over agents in the hot path.
 """
@@ -21,6 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.base import PolicyInput
+from policies.deltasim_junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
+from policies.deltasim_routes import RouteTargets
+from policies.idm import IdmCore
 from policies.lane_chunks import LaneChunkCache, PackedLanes
 from vectorworld import geometry
 from vectorworld.scene import AgentType
@@ -29,9 +39,16 @@ HISTORY_FEATURES = 6
 STATIC_FEATURES = 5
 NEIGHBOR_FEATURES = 11
 LANE_FEATURES = 10
-ROUTE_AHEAD_M = (0.0, 5.0, 10.0, 20.0, 30.0)
-ROUTE_FEATURES = 3
+ROUTE_FEATURES = 4
 NUM_RELATIONS = 6  # current, successor, predecessor, left, right, other
+STANDING_MPS = 0.1
+"""Below this speed an agent off every route counts as parked (:func:`policy_slots`)."""
+CORRIDOR_CANDIDATES = 32
+"""Nearest agents checked for the route corridor (the leader of a queue is among them)."""
+CORRIDOR_MARGIN_M = 0.5
+"""An agent is in the corridor when its centre is within the two half widths plus this of the route."""
+CORRIDOR_PRIORITY_M = 1.0e4
+"""Corridor agents rank before every other neighbour."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,8 @@ class ObservationConfig:
     lane_radius_m: float = 40.0
     chunk_length_m: float = 16.0
     chunk_points: int = 9
+    junction_stops: bool = True
+    corridor_range_m: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,8 @@ class Observation:
     neighbor_mask: (S, N) bool. neighbor_slots: (S, N) int64 (-1 where masked).
     lane_points: (S, L, P, 2) m. lane_features: (S, L, 10): relation one-hot (6), on_route, route position
     in [0, 1], speed limit / 30 m/s, width / 4 m. lane_mask: (S, L) bool.
+    route_ahead: (S, R, 4) route targets (x m, y m, valid, speed cap m/s up to the target).
+    stop: (S, 11) the junction stop token in the neighbour format (zeros where none); stop_mask: (S,) bool.
     """
 
     slots: np.ndarray
@@ -70,10 +91,32 @@ class Observation:
     lane_features: np.ndarray
     lane_mask: np.ndarray
     route_ahead: np.ndarray
+    stop: np.ndarray
+    stop_mask: np.ndarray
 
     @property
     def size(self) -> int:
         return len(self.slots)
+
+
+def with_stop_token(neighbors: np.ndarray, neighbor_mask: np.ndarray, stop: np.ndarray, stop_mask: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The network's neighbour tokens: neighbours (M, N, 11) with the stop token (M, 11) appended as token N;
+    returns float32 (M, N + 1, 11) and the mask (M, N + 1)."""
+    tokens = np.concatenate([neighbors, stop[:, None]], 1).astype(np.float32, copy=False)
+    return tokens, np.concatenate([neighbor_mask, stop_mask[:, None]], 1)
+
+
+def policy_slots(inp: PolicyInput, hold_parked: bool = True) -> np.ndarray:
+    """Slots (S,) ascending that a DeltaSim policy moves: valid controlled agents, without (``hold_parked``)
+    the ones standing off every route -- parked cars and standing pedestrians, which lane-following traffic
+    (and the Session) treats as static: they are held where they are."""
+    agents = inp.agents
+    slots = np.nonzero(np.asarray(inp.controlled, bool) & agents.valid)[0]
+    if hold_parked and len(slots):
+        routed = np.array([bool(inp.routes.get(int(i))) for i in agents.id[slots]], bool)
+        slots = slots[routed | (agents.speed[slots] >= STANDING_MPS)]
+    return slots
 
 
 def type_one_hot(agent_type: np.ndarray) -> np.ndarray:
@@ -90,25 +133,39 @@ def _rotate(vec: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     return np.stack([c * vec[..., 0] + s * vec[..., 1], -s * vec[..., 0] + c * vec[..., 1]], -1)
 
 
-def route_ahead(lane_points: np.ndarray, lane_features: np.ndarray, lane_mask: np.ndarray,
-                distances: tuple[float, ...] = ROUTE_AHEAD_M, tolerance_m: float = 1.5) -> np.ndarray:
-    """Route targets (S, R, 3): per distance d, the on-route chunk point (agent frame) whose x is closest
-    to d, and whether one lies within ``tolerance_m`` of it. Inputs as in :class:`Observation`."""
-    s = lane_points.shape[0]
-    on_route = lane_mask & (lane_features[..., 6] > 0.5)                        # (S, L)
-    pts = lane_points.reshape(s, -1, 2)
-    mask = np.repeat(on_route, lane_points.shape[2], axis=1)                  # (S, L*P)
-    out = np.zeros((s, len(distances), ROUTE_FEATURES))
-    if s == 0 or pts.shape[1] == 0:
-        return out
-    rows = np.arange(s)
-    for k, d in enumerate(distances):
-        cost = np.where(mask, np.abs(pts[..., 0] - d), np.inf)
-        best = cost.argmin(1)
-        ok = cost[rows, best] <= tolerance_m
-        out[:, k, :2] = pts[rows, best] * ok[:, None]
-        out[:, k, 2] = ok
-    return out
+def _polyline_distance(points: np.ndarray, polyline: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Distance (S, c) of points (S, c, 2) to each row's polyline (S, R, 2) through its valid vertices
+    (S, R) (segments between two valid consecutive vertices; inf where a row has none)."""
+    seg_ok = valid[:, :-1] & valid[:, 1:]                                          # (S, K)
+    pa = polyline[:, :-1]
+    ab = polyline[:, 1:] - pa
+    inv_len2 = np.where(seg_ok, 1.0 / np.maximum(np.einsum("skx,skx->sk", ab, ab), 1e-12), 0.0)
+    apx = points[:, :, None, 0] - pa[:, None, :, 0]                                # (S, c, K)
+    apy = points[:, :, None, 1] - pa[:, None, :, 1]
+    abx, aby = ab[:, None, :, 0], ab[:, None, :, 1]
+    t = np.clip((apx * abx + apy * aby) * inv_len2[:, None], 0.0, 1.0)
+    dx, dy = apx - t * abx, apy - t * aby
+    d2 = dx * dx + dy * dy
+    d2[~np.broadcast_to(seg_ok[:, None], d2.shape)] = np.inf
+    return np.sqrt(d2.min(-1))
+
+
+def stop_tokens(held: HeldAgents, ids: np.ndarray, xy: np.ndarray, yaw: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Stop tokens (S, 11) and mask (S,) of agents ``ids`` (S,) at ``xy`` (S, 2), ``yaw`` (S,): the wall of
+    :class:`~policies.deltasim_junctions.HeldAgents` in each held agent's frame (standing, length
+    STOP_DEPTH_M, width of the connector, type one-hot zero)."""
+    row = held.lookup(ids)
+    mask = row >= 0
+    out = np.zeros((len(ids), NEIGHBOR_FEATURES))
+    if mask.any():
+        r = row[mask]
+        rel = _rotate((held.xy[r] - xy[mask])[:, None], yaw[mask])[:, 0]
+        dyaw = held.yaw[r] - yaw[mask]
+        out[mask, :2] = rel
+        out[mask, 2], out[mask, 3] = np.cos(dyaw), np.sin(dyaw)
+        out[mask, 6], out[mask, 7] = STOP_DEPTH_M, held.width_m[r]
+    return out, mask
 
 
 class ObservationBuilder:
@@ -117,21 +174,69 @@ class ObservationBuilder:
     def __init__(self, config: ObservationConfig = ObservationConfig()) -> None:
         self.config = config
         self.lanes = LaneChunkCache(config.chunk_length_m, config.chunk_points)
+        self.routes = IdmCore()  # route paths (cached per route), shared by the route targets and junction stops
+        self.targets = RouteTargets(self.routes)
+        self.junctions = JunctionStops(self.routes)
+        self._packed32: tuple[PackedLanes, np.ndarray] | None = None
+
+    def reset(self) -> None:
+        """Forget per-episode state (junction waiting times, cached route paths); the lane cache follows
+        the graph anyway."""
+        self.routes.reset()
+        self.targets.reset()
+
+    def _points32(self, packed: PackedLanes) -> np.ndarray:
+        """float32 copy of ``packed.chunk_points`` (M, P, 2), kept while the packed lanes stay the same."""
+        if self._packed32 is None or self._packed32[0] is not packed:
+            self._packed32 = (packed, packed.chunk_points.astype(np.float32))
+        return self._packed32[1]
+
+    def skip(self, inp: PolicyInput) -> None:
+        """Advance the per-step state (junction waiting clocks) for a step that is not observed."""
+        if self.config.junction_stops:
+            everyone = self._routed(inp, np.zeros(0, np.int64))
+            self.junctions.update(inp, everyone, self.targets(inp, everyone))
+
+    @staticmethod
+    def _routed(inp: PolicyInput, slots: np.ndarray) -> np.ndarray:
+        """``slots`` plus every other valid agent with a route, ascending."""
+        a = inp.agents
+        others = np.nonzero(a.valid)[0]
+        others = others[~np.isin(others, slots)]
+        routed = [slot for slot in others.tolist() if inp.routes.get(int(a.id[slot]))]
+        return np.union1d(slots, np.asarray(routed, np.int64)).astype(np.int64)
 
     def __call__(self, inp: PolicyInput, slots: np.ndarray | None = None) -> Observation:
-        """Observe ``slots`` (default: valid controlled slots, ascending)."""
+        """Observe ``slots`` (default: valid controlled slots, ascending).
+
+        With ``config.junction_stops`` each call advances the right-of-way rule by one step (its waiting
+        clocks): call it once per simulation step.
+        """
         agents = inp.agents
         if slots is None:
             slots = np.nonzero(np.asarray(inp.controlled, bool) & agents.valid)[0]
         slots = np.asarray(slots, dtype=np.int64)
         packed = self.lanes.update(inp.graph)
         history, static = self._own(inp, slots)
-        neighbors, nmask, nslots = self._neighbors(inp, slots)
         lane_pts, lane_feat, lmask = self._lanes(inp, slots, packed)
-        route = route_ahead(lane_pts, lane_feat, lmask)
+        held = HeldAgents.none()
+        if self.config.junction_stops:
+            # Every valid agent on a route competes at junctions (the ego too), not only the observed ones.
+            everyone = self._routed(inp, slots)
+            fix = self.targets(inp, everyone)
+            held = self.junctions.update(inp, everyone, fix)
+            rows = np.searchsorted(everyone, slots)
+            targets, target_ok, cap = fix.targets[rows], fix.valid[rows], fix.cap_mps[rows]
+        else:
+            fix = self.targets(inp, slots)
+            targets, target_ok, cap = fix.targets, fix.valid, fix.cap_mps
+        route = np.concatenate([targets, target_ok[..., None], cap[..., None]], -1)
+        neighbors, nmask, nslots = self._neighbors(inp, slots, route)
+        stop, stop_mask = stop_tokens(held, agents.id[slots], agents.xy[slots], agents.yaw[slots])
         f32 = np.float32
         return Observation(slots, history.astype(f32), static.astype(f32), neighbors.astype(f32), nmask,
-                           nslots, lane_pts.astype(f32), lane_feat.astype(f32), lmask, route.astype(f32))
+                           nslots, lane_pts.astype(f32), lane_feat.astype(f32), lmask, route.astype(f32),
+                           stop.astype(f32), stop_mask)
 
     def _own(self, inp: PolicyInput, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a = inp.agents
@@ -147,7 +252,11 @@ class ObservationBuilder:
                                 -1)
         return out, static
 
-    def _neighbors(self, inp: PolicyInput, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _neighbors(self, inp: PolicyInput, slots: np.ndarray, route: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The N neighbours of each agent: first the agents ahead in its route corridor (within
+        ``corridor_range_m`` along the route polyline of ``route`` (S, R, 4), nearest first), then the
+        others within ``neighbor_radius_m``, nearest first."""
         a = inp.agents
         cfg = self.config
         n = cfg.max_neighbors
@@ -158,16 +267,25 @@ class ObservationBuilder:
         nslots = np.full((s, n), -1, np.int64)
         if s == 0 or len(others) == 0:
             return feats, mask, nslots
-        dist = np.linalg.norm(a.xy[others][None] - a.xy[slots][:, None], axis=-1)
+        xy, yaw = a.xy[slots], a.yaw[slots]
+        dist = np.linalg.norm(a.xy[others][None] - xy[:, None], axis=-1)
         dist[others[None] == slots[:, None]] = np.inf
-        dist[dist > cfg.neighbor_radius_m] = np.inf
+        key = np.where(dist <= cfg.neighbor_radius_m, dist, np.inf)
+        # Route corridor among the nearest candidates: agents ahead whose box reaches the route polyline.
+        c = min(CORRIDOR_CANDIDATES, len(others))
+        near = np.argpartition(dist, c - 1, axis=1)[:, :c] if c < len(others) else np.tile(np.arange(c), (s, 1))
+        near_d = np.take_along_axis(dist, near, 1)
+        rel = _rotate(a.xy[others[near]] - xy[:, None], yaw)                     # (S, c, 2)
+        lateral = _polyline_distance(rel, route[..., :2], route[..., 2] > 0.5)    # (S, c)
+        reach = (a.width[slots][:, None] + a.width[others[near]]) / 2 + CORRIDOR_MARGIN_M
+        corridor = (lateral < reach) & (rel[..., 0] > 0.0) & (near_d <= cfg.corridor_range_m)
+        np.put_along_axis(key, near, np.where(corridor, near_d - CORRIDOR_PRIORITY_M, key[np.arange(s)[:, None],
+                                                                                        near]), 1)
         k = min(n, len(others))
-        order = np.argsort(dist, axis=1, kind="stable")[:, :k]
-        d_sel = np.take_along_axis(dist, order, 1)
-        ok = np.isfinite(d_sel)
+        order = np.argsort(key, axis=1, kind="stable")[:, :k]
+        ok = np.isfinite(np.take_along_axis(key, order, 1))
         sel = others[order]
-        yaw = a.yaw[slots]
-        rel = _rotate(a.xy[sel] - a.xy[slots][:, None], yaw)
+        rel = _rotate(a.xy[sel] - xy[:, None], yaw)
         dyaw = a.yaw[sel] - yaw[:, None]
         vel = _rotate(a.velocity[sel], yaw)
         f = np.concatenate([rel, np.cos(dyaw)[..., None], np.sin(dyaw)[..., None], vel, a.length[sel][..., None],
@@ -190,12 +308,14 @@ class ObservationBuilder:
         a = inp.agents
         xy, yaw = a.xy[slots], a.yaw[slots]
         # Pre-select by chunk centre, then rank the candidates by their closest point.
-        centre_d = np.linalg.norm(packed.chunk_center[None] - xy[:, None], axis=-1)
+        # Squared centre distances as one small matrix product (|c|^2 - 2 x.c + |x|^2), then the closest
+        # point of each candidate in float32 (metres relative to the agent: precise to well below 1 mm).
+        centre = packed.chunk_center
+        centre_d2 = (centre * centre).sum(1)[None] - 2.0 * xy @ centre.T + (xy * xy).sum(1)[:, None]
         k = min(3 * lcap, m)
-        cand = np.argpartition(centre_d, k - 1, axis=1)[:, :k] if k < m else np.tile(np.arange(m), (s, 1))
-        cand_pts = packed.chunk_points[cand]
-        rel = cand_pts - xy[:, None, None]
-        point_d = np.sqrt(np.einsum("...i,...i->...", rel, rel).min(-1))  # min of squares, one sqrt
+        cand = np.argpartition(centre_d2, k - 1, axis=1)[:, :k] if k < m else np.tile(np.arange(m), (s, 1))
+        rel = self._points32(packed)[cand] - xy.astype(np.float32)[:, None, None]
+        point_d = np.sqrt(np.einsum("...i,...i->...", rel, rel).min(-1)).astype(np.float64)  # one sqrt
         point_d = np.where(point_d <= cfg.lane_radius_m, point_d, np.inf)
         order = np.lexsort((cand, point_d), axis=1)[:, : min(lcap, k)]
         chosen = np.take_along_axis(cand, order, 1)

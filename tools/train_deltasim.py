@@ -2,9 +2,10 @@
 
     python tools/train_deltasim.py [--data DIR] [--out policies/weights]
 
-Records procedural IDM-teacher traffic into DIR (cached as deltasim_samples.npz; reused on reruns), trains
-by behaviour cloning on 2 CPU threads (about 5-8 minutes), and writes deltasim.safetensors, deltasim.json
-and train_record.json into --out. Defaults are the recipe of the checkpoint in policies/weights/.
+Records IDM-teacher traffic in procedural Session rollouts into DIR (cached as deltasim_samples.npz; reused
+on reruns; about 8 minutes of one core), trains by behaviour cloning on one torch thread (about 25 minutes),
+and writes deltasim.safetensors, deltasim.json and train_record.json into --out. The defaults are the exact
+recipe of the checkpoint in policies/weights/ (its train_record.json holds the resolved recipe and log).
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "policies" / "weights")
     parser.add_argument("--episodes", type=int, default=DataRecipe.episodes)
     parser.add_argument("--steps", type=int, default=DataRecipe.steps)
+    parser.add_argument("--record-every", type=int, default=DataRecipe.record_every)
     parser.add_argument("--epochs", type=int, default=TrainConfig.epochs)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=1, help="processes recording data (same samples)")
     parser.add_argument("--max-seconds", type=float, default=TrainConfig.max_seconds,
                         help="stop training after this many seconds (the record says so)")
     args = parser.parse_args()
-    recipe = DataRecipe(episodes=args.episodes, steps=args.steps, seed=args.seed)
+    recipe = DataRecipe(episodes=args.episodes, steps=args.steps, record_every=args.record_every, seed=args.seed)
     config = TrainConfig(seed=args.seed, epochs=args.epochs, max_seconds=args.max_seconds)
     record = train_from_dir(args.data, args.out, recipe, config,
                             log=lambda entry: print(json.dumps(entry), flush=True), workers=args.workers)

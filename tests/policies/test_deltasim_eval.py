@@ -48,3 +48,21 @@ def test_womd_rollout_reports_displacement_errors() -> None:
     row = report["rollout"]["constant-velocity"]
     assert row["agents"] > 10
     assert 0.0 <= row["de_1s_m"] < row["de_3s_m"] < 5.0
+
+
+def test_eval_npc_cli_runs_the_session_comparison_with_fewer_ablation_seeds() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from vectorworld.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "npc", "--km", "0.01", "--episodes", "2", "--ablation-episodes", "1",
+                                      "--policies", "idm,constant-velocity", "--no-synthetic", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["seeds_by_policy"] == {"idm": 2, "constant-velocity": 1}
+    session = report["session"]
+    assert session["idm"]["episodes"] == 2 and session["constant-velocity"]["episodes"] == 1
+    assert [row["seed"] for row in session["idm"]["per_episode"]] == [0, 1]
+    assert "synthetic" not in report

@@ -128,3 +128,17 @@ def test_stopped_agents_are_not_pushed_backwards() -> None:
     agents = dataclasses.replace(inp.agents, speed=np.zeros_like(inp.agents.speed))
     out = policy.act(dataclasses.replace(inp, agents=agents), np.random.default_rng(1))
     assert out[:, 0].min() >= -SHAPING_LIMITS.max_backward_m - 1e-9
+
+
+def test_cost_and_violation_agree_with_two_cost_calls() -> None:
+    from policies.feasibility import cost_and_violation
+
+    rng = np.random.default_rng(0)
+    motion = torch.from_numpy(np.stack([rng.uniform(-0.2, 3.0, 4000), rng.normal(0, 0.05, 4000),
+                                        rng.normal(0, 0.12, 4000)], -1))
+    speed = torch.from_numpy(rng.uniform(0.0, 25.0, 4000))
+    kind = torch.from_numpy(rng.integers(1, 4, 4000))
+    cost, bad = cost_and_violation(motion, speed, kind)
+    assert torch.equal(cost, kinematic_cost(motion, speed, kind))
+    assert torch.equal(bad, kinematic_cost(motion, speed, kind, limits=METRIC_LIMITS) > 0)
+    assert 0 < int(bad.sum()) < len(bad)

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from policies.base import PolicyInput
+from policies.deltasim_routes import ROUTE_AHEAD_M
 from policies.deltasim_scenes import synthetic_input
+from policies.idm import IdmParams, PathProfile
 from policies.lane_chunks import chunk_lane
-from policies.npc_observation import ROUTE_AHEAD_M, ObservationBuilder, ObservationConfig
+from policies.npc_observation import ObservationBuilder, ObservationConfig
 from vectorworld import geometry
 from vectorworld.scene import AgentType
 
@@ -36,15 +38,6 @@ def reference(inp: PolicyInput, slot: int, cfg: ObservationConfig) -> dict[str, 
         if a.history_valid[slot, -cfg.history_steps + k]:
             p = _local(h[:2], xy, yaw)
             hist[k] = [p[0], p[1], np.cos(h[2] - yaw), np.sin(h[2] - yaw), h[3], 1.0]
-    others = sorted((float(np.linalg.norm(a.xy[j] - xy)), j) for j in range(a.capacity)
-                    if a.valid[j] and j != slot)
-    nbr = np.zeros((cfg.max_neighbors, 11))
-    for k, (_d, j) in enumerate([o for o in others if o[0] <= cfg.neighbor_radius_m][:cfg.max_neighbors]):
-        p = _local(a.xy[j], xy, yaw)
-        v = _local(a.xy[j] + a.velocity[j], xy, yaw) - _local(a.xy[j], xy, yaw)
-        dy = a.yaw[j] - yaw
-        nbr[k] = [p[0], p[1], np.cos(dy), np.sin(dy), v[0], v[1], a.length[j], a.width[j],
-                  *_one_hot(int(a.agent_type[j]))]
     # Lane chunks: (centre distance, index) for a 3L pre-selection, then the closest point.
     chunks, owner = [], []
     for lane_id in sorted(inp.graph.lanes):
@@ -55,7 +48,7 @@ def reference(inp: PolicyInput, slot: int, cfg: ObservationConfig) -> dict[str, 
     cand = sorted(range(len(chunks)), key=lambda m: centre[m])[:3 * cfg.max_lane_chunks]
     scored = sorted((float(np.linalg.norm(chunks[m] - xy, axis=1).min()), m) for m in cand)
     scored = [s for s in scored if s[0] <= cfg.lane_radius_m][:cfg.max_lane_chunks]
-    route = [i for i in inp.routes.get(int(a.id[slot]), ())]
+    route = list(inp.routes.get(int(a.id[slot]), ()))
     current = route[0] if route and route[0] in inp.graph else None
     if current is None:
         best = None
@@ -85,17 +78,51 @@ def reference(inp: PolicyInput, slot: int, cfg: ObservationConfig) -> dict[str, 
         lane_pts[k] = _local(chunks[m], xy, yaw)
         lane_feat[k] = [*np.eye(6)[rel], float(pos >= 0), max(pos, 0.0), lane.speed_limit_mps / 30.0,
                         lane.width_m / 4.0]
-    route = np.zeros((len(ROUTE_AHEAD_M), 3))
-    for k, d in enumerate(ROUTE_AHEAD_M):
-        best = None
-        for li in range(len(scored)):
-            if lane_feat[li, 6] < 0.5:
-                continue
-            for p in lane_pts[li]:
-                if best is None or abs(p[0] - d) < best[0]:
-                    best = (abs(p[0] - d), p)
-        if best is not None and best[0] <= 1.5:
-            route[k] = [best[1][0], best[1][1], 1.0]
+    # Route targets: d metres along the joined route lanes from the agent's projection onto them, with the
+    # lowest IDM speed cap since the previous target.
+    route = np.zeros((len(ROUTE_AHEAD_M), 4))
+    lanes = [i for i in inp.routes.get(int(a.id[slot]), ()) if i in inp.graph]
+    if lanes:
+        profile = PathProfile.build(inp.graph, tuple(lanes), IdmParams())
+        path = profile.path
+        s_now, _, _ = geometry.project_to_polyline(xy[None], path.points)
+        previous = s_now[0]
+        for k, d in enumerate(ROUTE_AHEAD_M):
+            target = s_now[0] + d
+            if target <= path.length_m + 1e-6:
+                p = geometry.interpolate_polyline(path.points, path.s, np.array([target]))[0]
+                stretch = profile.cap[(path.s > previous) & (path.s <= target)]
+                cap = min([float(np.interp(target, path.s, profile.cap)), *stretch.tolist()])
+                route[k] = [*_local(p, xy, yaw), 1.0, cap]
+            previous = target
+    # Neighbours: agents ahead in the route corridor (among the 32 nearest, within 60 m) first, then the
+    # others within the radius; nearest first within each group.
+    route_pts = [route[k, :2] for k in range(len(ROUTE_AHEAD_M))]
+    route_ok = route[:, 2] > 0.5
+
+    def lateral(p: np.ndarray) -> float:
+        best = np.inf
+        for k in range(len(route_pts) - 1):
+            if route_ok[k] and route_ok[k + 1]:
+                seg = route_pts[k + 1] - route_pts[k]
+                t = np.clip(np.dot(p - route_pts[k], seg) / max(np.dot(seg, seg), 1e-12), 0.0, 1.0)
+                best = min(best, float(np.linalg.norm(p - route_pts[k] - t * seg)))
+        return best
+
+    others = sorted((float(np.linalg.norm(a.xy[j] - xy)), j) for j in range(a.capacity) if a.valid[j] and j != slot)
+    keys = []
+    for rank, (d, j) in enumerate(others):
+        p = _local(a.xy[j], xy, yaw)
+        corridor = (rank < 32 and d <= cfg.corridor_range_m and p[0] > 0.0
+                    and lateral(p) < (a.width[slot] + a.width[j]) / 2 + 0.5)
+        keys.append((d - 1e4 if corridor else (d if d <= cfg.neighbor_radius_m else np.inf), j))
+    nbr = np.zeros((cfg.max_neighbors, 11))
+    for k, (_key, j) in enumerate([kj for kj in sorted(keys) if np.isfinite(kj[0])][:cfg.max_neighbors]):
+        p = _local(a.xy[j], xy, yaw)
+        v = _local(a.xy[j] + a.velocity[j], xy, yaw) - _local(a.xy[j], xy, yaw)
+        dy = a.yaw[j] - yaw
+        nbr[k] = [p[0], p[1], np.cos(dy), np.sin(dy), v[0], v[1], a.length[j], a.width[j],
+                  *_one_hot(int(a.agent_type[j]))]
     return {"history": hist, "neighbors": nbr, "lane_points": lane_pts, "lane_features": lane_feat,
             "route_ahead": route,
             "static": np.array([a.length[slot], a.width[slot], *_one_hot(int(a.agent_type[slot]))])}
@@ -145,3 +172,22 @@ def test_batched_observation_matches_per_agent_on_womd() -> None:
     inp = PolicyInput(agents=agents, controlled=controlled, graph=scenario.map.lanes, routes={},
                       ego_slot=0, step=0)
     _check(inp, ObservationConfig())
+
+
+def test_the_leader_ahead_on_the_route_is_observed_before_nearer_agents() -> None:
+    """A queue 50 m ahead in the agent's lane is beyond the neighbour radius and behind eight nearer agents
+    in another lane; it is still the first neighbour (the route corridor ranks first)."""
+    inp = synthetic_input(10, np.random.default_rng(0), num_lanes=3, curvature=0.0, segments=4)
+    a = inp.agents
+    xy = a.xy.copy()
+    xy[1] = [20.0, -3.5]                     # on lane 0 (y = -3.5), heading +x
+    xy[2] = [70.0, -3.5]                     # its leader, 50 m ahead
+    xy[3:11] = np.stack([np.linspace(10.0, 30.0, 8), np.full(8, 3.5)], -1)   # lane 2, beside
+    xy[0] = [-60.0, 0.0]                     # the ego, far behind
+    yaw = np.zeros_like(a.yaw)
+    agents = a.with_state(xy, yaw, a.speed)
+    routes = dict(inp.routes)
+    routes[int(a.id[1])] = (0, 1, 2, 3)      # lane 0's segments
+    obs = ObservationBuilder()(dataclasses.replace(inp, agents=agents, routes=routes), np.array([1]))
+    assert obs.neighbor_slots[0, 0] == 2 and np.allclose(obs.neighbors[0, 0, :2], [50.0, 0.0], atol=1e-6)
+    assert set(obs.neighbor_slots[0, 1:].tolist()) <= set(range(3, 11))

@@ -15,6 +15,11 @@ import typer
 from vectorworld.cli.groups import bad_input, eval_app, train_app
 from vectorworld.errors import VectorWorldError
 
+DEFAULT_POLICIES = ("deltasim", "deltasim-unshaped", "idm", "constant-velocity")
+"""Compared by ``eval npc`` (as :data:`policies.deltasim_eval.DEFAULT_POLICIES`, without importing torch)."""
+ABLATIONS = ("deltasim-unshaped", "constant-velocity")
+"""Policies that ``--ablation-episodes`` runs on fewer seeds."""
+
 
 def register(app: typer.Typer) -> None:
     """Add ``deltasim`` to the ``train`` group and ``npc`` to the ``eval`` group (``app`` holds both)."""
@@ -23,16 +28,22 @@ def register(app: typer.Typer) -> None:
     def train_deltasim(
         data: Path = typer.Option(Path("build/deltasim_data"), "--data", help="Sample cache directory."),
         out: Path = typer.Option(Path("policies/weights"), "--out", help="Where the checkpoint goes."),
-        epochs: int = typer.Option(8, "--epochs", min=1),
-        seed: int = typer.Option(0, "--seed"),
+        epochs: int | None = typer.Option(None, "--epochs", min=1, help="Default: the recipe's."),
+        seed: int = typer.Option(0, "--seed", help="Seeds the corpus Sessions and the training."),
         workers: int = typer.Option(1, "--workers", min=1, help="Processes recording data."),
+        max_seconds: float | None = typer.Option(
+            None, "--max-seconds", min=1.0, help="Training time cap (the schedule anneals within it); "
+            "default: the recipe's."),
     ) -> None:
-        """Record IDM teacher traffic (cached in --data) and train DeltaSim by behaviour cloning."""
+        """Record IDM teacher traffic in Session rollouts (cached in --data) and train DeltaSim by
+        behaviour cloning (the defaults are the shipped checkpoint's recipe)."""
         from policies.deltasim_recipe import DataRecipe, train_from_dir
         from policies.deltasim_train import TrainConfig
 
+        given = {"epochs": epochs, "max_seconds": max_seconds}
+        config = TrainConfig(seed=seed, **{k: v for k, v in given.items() if v is not None})
         try:
-            record = train_from_dir(data, out, DataRecipe(seed=seed), TrainConfig(seed=seed, epochs=epochs),
+            record = train_from_dir(data, out, DataRecipe(seed=seed), config,
                                     log=lambda entry: typer.echo(json.dumps(entry)), workers=workers)
         except VectorWorldError as err:
             raise bad_input(err) from err
@@ -42,6 +53,12 @@ def register(app: typer.Typer) -> None:
     def eval_npc(
         km: float = typer.Option(1.0, "--km", min=0.001),
         episodes: int = typer.Option(20, "--episodes", min=1, help="Seeds 0..N-1 per policy."),
+        ablation_episodes: int | None = typer.Option(
+            None, "--ablation-episodes", min=1,
+            help="Seeds for deltasim-unshaped and constant-velocity (default: --episodes)."),
+        policies: str = typer.Option(",".join(DEFAULT_POLICIES), "--policies", help="Comma-separated NPC policies."),
+        synthetic: bool = typer.Option(True, "--synthetic/--no-synthetic",
+                                       help="Also run the synthetic dense-traffic comparison."),
         steps: int = typer.Option(300, "--steps", min=1, help="Steps of the synthetic dense-traffic runs."),
         workers: int = typer.Option(1, "--workers", min=1),
         womd: Path | None = typer.Option(None, "--womd", help="WOMD file for the held-out log check."),
@@ -50,8 +67,11 @@ def register(app: typer.Typer) -> None:
         """Compare DeltaSim (shaped, unshaped), IDM and constant velocity on the same seeds."""
         from policies.deltasim_eval import evaluate_npc
 
+        names = tuple(name.strip() for name in policies.split(",") if name.strip())
+        fewer = {name: ablation_episodes for name in ABLATIONS if ablation_episodes is not None}
         try:
-            report = evaluate_npc(episodes, km, womd_path=womd, synthetic_steps=steps, workers=workers)
+            report = evaluate_npc(episodes, km, names, womd_path=womd, synthetic_steps=steps, workers=workers,
+                                  synthetic=synthetic, seeds_by_policy=fewer)
         except VectorWorldError as err:
             raise bad_input(err) from err
         if as_json:
@@ -59,5 +79,5 @@ def register(app: typer.Typer) -> None:
             return
         for section in ("session", "synthetic"):
             for name, row in report.get(section, {}).items():
-                typer.echo(f"{section:9s} {name:18s} " + " ".join(
+                typer.echo(f"{section:9s} {name:18s} episodes={row['episodes']} " + " ".join(
                     f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, float)))

@@ -1,0 +1,158 @@
+"""DeltaSim at junctions: stop tokens follow the IDM right-of-way rule and hold the agent; parked agents."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from policies.base import PolicyInput
+from policies.deltasim import DeltaSimConfig, DeltaSimPolicy
+from policies.deltasim_checkpoint import DeltaSimCheckpoint
+from policies.deltasim_junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
+from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
+from policies.deltasim_scenes import synthetic_input
+from policies.idm import IdmCore, IdmPolicy
+from policies.junctions import grant_connectors
+from policies.kdisks import build_kdisks, straight_motions
+from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
+from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
+from vectorworld.sim.dynamics import apply_deltas
+
+
+def _crossing() -> LaneGraph:
+    """Lane 1 (x from -30 to 0) leads into connector 2 (x from 0 to 30); connector 3 crosses it at x = 15."""
+    graph = LaneGraph()
+    xs = np.linspace(0, 30, 16)
+    graph.add([
+        Lane(1, np.stack([xs - 30, np.zeros(16)], -1)),
+        Lane(2, np.stack([xs, np.zeros(16)], -1), lane_type=LaneType.CONNECTOR),
+        Lane(3, np.stack([np.full(16, 15.0), xs - 15], -1), lane_type=LaneType.CONNECTOR),
+    ])
+    graph.connect(1, 2)
+    return graph
+
+
+def _agents(x0: float, v0: float, crossing_speed: float) -> Agents:
+    """Agent 0 on lane 1 heading +x; agent 1 on connector 3 heading +y (moving: it occupies connector 3)."""
+    a = Agents.empty(3)
+    arrays = {f.name: getattr(a, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][:2] = [0, 1]
+    arrays["valid"][:2] = True
+    arrays["agent_type"][:2] = 1
+    arrays["xy"][:2] = [[x0, 0.0], [15.0, -10.0]]
+    arrays["yaw"][:2] = [0.0, np.pi / 2]
+    arrays["speed"][:2] = [v0, crossing_speed]
+    arrays["length"][:2], arrays["width"][:2] = 4.6, 2.0
+    steps = arrays["history"].shape[1]
+    for i in range(2):
+        back = (np.arange(steps)[::-1] * arrays["speed"][i] * 0.1)
+        c, s = np.cos(arrays["yaw"][i]), np.sin(arrays["yaw"][i])
+        arrays["history"][i] = np.stack([arrays["xy"][i, 0] - back * c, arrays["xy"][i, 1] - back * s,
+                                         np.full(steps, arrays["yaw"][i]), np.full(steps, arrays["speed"][i])], -1)
+        arrays["history_valid"][i] = True
+    return Agents(**arrays)
+
+
+def _input(agents: Agents, step: int = 0) -> PolicyInput:
+    return PolicyInput(agents, np.array([True, False, False]), _crossing(), {0: [1, 2], 1: [3]}, ego_slot=2,
+                       step=step)
+
+
+def _held(inp: PolicyInput) -> HeldAgents:
+    """The junction stops of one step, computed as the observation builder does."""
+    builder = ObservationBuilder()
+    everyone = builder._routed(inp, np.zeros(0, np.int64))
+    return JunctionStops(builder.routes).update(inp, everyone, builder.targets(inp, everyone))
+
+
+def _held_by_idm(core: IdmCore, inp: PolicyInput) -> set[int]:
+    """Reference: the agents IDM's own bookkeeping would hold (requests of everyone, as IdmCore.plan)."""
+    requests = core._exit_clear(inp, core._other_requests(inp, np.zeros(0, np.int64)))
+    granted = grant_connectors(inp.graph, core.conflicts, core._occupied_connectors(inp), requests, core._waited_s)
+    core._update_waits(inp, requests, granted)
+    return {r.agent_id for r in requests if r.agent_id not in granted}
+
+
+def test_held_agent_gets_a_stop_wall_at_its_connector_entry() -> None:
+    # Connector 3 is occupied by a moving agent: agent 0 may not enter connector 2, which crosses it.
+    held = _held(_input(_agents(-15.0, 8.0, 2.0)))
+    assert held.ids.tolist() == [0]
+    assert np.allclose(held.xy[0], [STOP_DEPTH_M / 2, 0.0]) and abs(held.yaw[0]) < 1e-9
+    obs = ObservationBuilder()(_input(_agents(-15.0, 8.0, 2.0)))
+    assert obs.stop_mask.tolist() == [True]
+    assert np.allclose(obs.stop[0, :4], [15.0 + STOP_DEPTH_M / 2, 0.0, 1.0, 0.0], atol=1e-5)
+    assert obs.stop[0, 4:6].tolist() == [0.0, 0.0] and obs.stop[0, 8:].tolist() == [0.0, 0.0, 0.0]
+    # A standing agent does not hold its connector (IDM's rule): agent 0 is granted, no stop token.
+    assert _held(_input(_agents(-15.0, 8.0, 0.0))).ids.size == 0
+    assert not ObservationBuilder()(_input(_agents(-15.0, 8.0, 0.0))).stop_mask.any()
+    # Too far from the entry to request it yet.
+    assert _held(_input(_agents(-29.0, 8.0, 2.0))).ids.size == 0
+    # Switched off in the observation config.
+    assert not ObservationBuilder(ObservationConfig(junction_stops=False))(
+        _input(_agents(-15.0, 8.0, 2.0))).stop_mask.any()
+
+
+def _untrained_checkpoint() -> DeltaSimCheckpoint:
+    """A random network that likes driving fast: only the stop token and the shaping can hold it."""
+    rng = np.random.default_rng(0)
+    data = np.stack([rng.uniform(0, 2.0, 2000), rng.normal(0, 0.02, 2000), rng.normal(0, 0.02, 2000)], -1)
+    vocab = build_kdisks(np.concatenate([data, straight_motions(20, 0.035)]), rng, eps=0.05, max_size=128)
+    torch.manual_seed(0)
+    net = DeltaSimNet(DeltaSimNetConfig(vocab_size=vocab.size, d_model=32, num_layers=1))
+    with torch.no_grad():
+        net.logits_head.bias.copy_(torch.from_numpy(3.0 * vocab.primitives[:, 0]).float())
+    return DeltaSimCheckpoint(net.eval(), vocab, ObservationConfig(), {})
+
+
+def test_deltasim_waits_at_the_stop_wall_and_goes_once_granted() -> None:
+    policy = DeltaSimPolicy(DeltaSimConfig(temperature=0.0), checkpoint=_untrained_checkpoint())
+    agents = _agents(-20.0, 6.0, 2.0)
+    rng = np.random.default_rng(0)
+    policy.reset()
+    for step in range(120):
+        if step == 80:  # the crossing agent leaves: connector 3 is free
+            agents = agents.with_state(agents.xy, agents.yaw, np.where(np.arange(3) == 1, 0.0, agents.speed))
+        deltas = policy.act(_input(agents, step), rng)
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
+        keep = np.arange(3) != 0
+        agents = agents.with_state(np.where(keep[:, None], agents.xy, xy), np.where(keep, agents.yaw, yaw),
+                                   np.where(keep, agents.speed, speed))
+        front = agents.xy[0, 0] + 4.6 / 2
+        if step < 80:
+            assert front < 0.0, f"entered the junction without right of way at step {step}"
+    assert step == 119 and agents.xy[0, 0] > 5.0, "never went once the junction was free"
+
+
+def test_parked_agents_are_held_and_routed_standing_ones_are_not() -> None:
+    inp = synthetic_input(10, np.random.default_rng(3), num_lanes=2)
+    speed = inp.agents.speed.copy()
+    speed[[2, 3]] = 0.0
+    routes = {k: v for k, v in inp.routes.items() if k not in (int(inp.agents.id[2]), int(inp.agents.id[4]))}
+    inp = dataclasses.replace(inp, agents=inp.agents.with_state(inp.agents.xy, inp.agents.yaw, speed), routes=routes)
+    slots = policy_slots(inp)
+    # Slot 2: standing, no route -> held; slot 3: standing on a route -> moved; slot 4: moving, no route.
+    assert 2 not in slots and 3 in slots and 4 in slots
+    assert 2 in policy_slots(inp, hold_parked=False)
+    out = DeltaSimPolicy(checkpoint=_untrained_checkpoint()).act(inp, np.random.default_rng(0))
+    assert np.array_equal(out[2], np.zeros(3))
+
+
+def test_stop_tokens_hold_exactly_the_agents_idm_holds_in_session_traffic() -> None:
+    """Over IDM traffic in the streaming world, the stop tokens mark the agents IDM's rule holds."""
+    from vectorworld.sim.session import Session, SessionConfig
+
+    session = Session(SessionConfig(seed=3, target_km=100.0, terminate_on_collision=False, max_steps=150),
+                      npc_policy=IdmPolicy())
+    session.reset()
+    builder, reference, held_steps = ObservationBuilder(), IdmCore(), 0
+    while not session.done:
+        inp = session._policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
+        obs = builder(inp, policy_slots(inp))
+        expected = _held_by_idm(reference, inp)
+        observed = set(inp.agents.id[obs.slots[obs.stop_mask]].tolist())
+        assert observed == expected & set(inp.agents.id[obs.slots].tolist()), session.step_index
+        held_steps += bool(observed)
+        session.advance()
+    assert held_steps > 10  # the episode does reach junctions with traffic
