@@ -42,7 +42,7 @@ from policies.base import Policy, PolicyInput, register_policy
 from policies.collision_shaping import CollisionShapingConfig, primitive_paths, primitive_positions
 from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint
 from policies.deltasim_infer import DeltaSimInference
-from policies.deltasim_net import DeltaSimNet, observation_tensors
+from policies.deltasim_net import observation_tensors
 from policies.deltasim_route_shaping import RouteShapingConfig
 from policies.deltasim_scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
 from policies.feasibility import braking_floor, project_feasible
@@ -118,9 +118,9 @@ def torch_threads(limit: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _weights_version(net: DeltaSimNet) -> int:
-    """Sum of the in-place version counters of the parameters: changes whenever a weight is modified."""
-    return sum(p._version for p in net.parameters())
+def _weights_version(params: list[torch.Tensor]) -> int:
+    """Sum of the in-place version counters of ``params``: changes whenever a weight is modified."""
+    return sum(p._version for p in params)
 
 
 class DeltaSimPolicy(Policy):
@@ -137,6 +137,7 @@ class DeltaSimPolicy(Policy):
         self._prims: torch.Tensor | None = None
         self._scoring: tuple[DeltaSimInference, _Scorer] | None = None
         self._scoring_version = -1
+        self._params: list[torch.Tensor] | None = None
         self.last_step: DeltaSimStep | None = None
         self.last_timing: dict[str, float] = {}
 
@@ -161,7 +162,9 @@ class DeltaSimPolicy(Policy):
         """The folded network and the scorer around it (rebuilt whenever the checkpoint's weights changed;
         with ``config.trace`` the scorer is a frozen TorchScript trace recorded on ``inputs``)."""
         net = self.checkpoint.net
-        version = _weights_version(net)
+        if self._params is None:
+            self._params = list(net.parameters())
+        version = _weights_version(self._params)
         if self._scoring is None or version != self._scoring_version:
             _, prims, paths = self._setup()
             cfg = self.config

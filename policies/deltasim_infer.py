@@ -108,21 +108,26 @@ class _FoldedBlock(nn.Module):
         x = x + F.linear(out, self.proj_w, self.proj_b)
         return x + self.mlp(F.layer_norm(x, (d,), eps=self.eps2))
 
-    def forward_first(self, x0: torch.Tensor, n: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
-        """The block for token 0 only: x0 (S, d) the agent token, n (S, T, d) all tokens after the plain
-        (affine-free) first LayerNorm, token 0 included; key_bias (S, 1, T). Returns the new agent token (S, d).
+    def forward_first(self, x0: torch.Tensor, n0: torch.Tensor, context: torch.Tensor, key_bias: torch.Tensor
+                      ) -> torch.Tensor:
+        """The block for token 0 only: x0 (S, d) the agent token, n0 (S, d) it after the plain (affine-free)
+        first LayerNorm, context (S, T-1, d) the other tokens after that LayerNorm; key_bias (S, 1, T).
+        Returns the new agent token (S, d).
 
         Keys and values are never projected for all T tokens. With q_h the (scaled) query of head h and n_j
         the normalised tokens, ``q_h . (Wk_h n_j + bk_h) = (Wk_h^T q_h) . n_j + const`` (the constant drops
         out of the softmax) and ``sum_j a_hj (Wv_h n_j + bv_h) = Wv_h (sum_j a_hj n_j) + bv_h`` (the
-        weights sum to one): two small per-agent products replace a (S*T, d) x (d, 2d) projection.
+        weights sum to one): two small per-agent products replace a (S*T, d) x (d, 2d) projection. The agent
+        token's own score is computed apart, so the context is never copied.
         """
-        s, _, d = n.shape
-        q = F.linear(n[:, 0], self.qkv_w[:d], self.qkv_b[:d]).view(s, self.heads, -1).transpose(0, 1)
+        s, d = n0.shape
+        q = F.linear(n0, self.qkv_w[:d], self.qkv_b[:d]).view(s, self.heads, -1).transpose(0, 1)
         qk = torch.bmm(q, self.qkv_w[d:2 * d].view(self.heads, -1, d)).transpose(0, 1)  # (S, H, d)
-        att = torch.softmax(torch.baddbmm(key_bias, qk, n.transpose(1, 2)), -1)    # (S, H, T)
-        z = torch.bmm(att, n).transpose(0, 1)                                      # (H, S, d)
-        v = torch.bmm(z, self.value_heads_t).transpose(0, 1).reshape(s, d) + self.qkv_b[2 * d:]
+        own = (qk * n0[:, None]).sum(-1, keepdim=True) + key_bias[..., :1]          # (S, H, 1)
+        others = torch.baddbmm(key_bias[..., 1:], qk, context.transpose(1, 2))     # (S, H, T-1)
+        att = torch.softmax(torch.cat([own, others], -1), -1)                      # (S, H, T)
+        z = att[..., :1] * n0[:, None] + torch.bmm(att[..., 1:], context)          # (S, H, d)
+        v = torch.bmm(z.transpose(0, 1), self.value_heads_t).transpose(0, 1).reshape(s, d) + self.qkv_b[2 * d:]
         h = x0 + F.linear(v, self.proj_w, self.proj_b)
         return h + self.mlp(F.layer_norm(h, (d,), eps=self.eps2))
 
@@ -183,8 +188,7 @@ class DeltaSimInference(nn.Module):
         h = x[:, 0]
         context = F.layer_norm(x[:, 1:], (self.d,), eps=self.query_eps)
         for block in self.blocks[self.full_layers:]:
-            n = torch.cat([F.layer_norm(h, (self.d,), eps=self.query_eps)[:, None], context], 1)
-            h = block.forward_first(h, n, key_bias)
+            h = block.forward_first(h, F.layer_norm(h, (self.d,), eps=self.query_eps), context, key_bias)
         h = F.layer_norm(h, (self.d,), eps=self.final_eps)
         return h, F.linear(h, self.logits_w, self.logits_b)
 

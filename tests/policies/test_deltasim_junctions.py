@@ -156,3 +156,18 @@ def test_stop_tokens_hold_exactly_the_agents_idm_holds_in_session_traffic() -> N
         held_steps += bool(observed)
         session.advance()
     assert held_steps > 10  # the episode does reach junctions with traffic
+
+
+def test_a_network_that_wants_to_brake_harder_than_feasible_brakes_as_hard_as_feasible() -> None:
+    from policies.feasibility import braking_floor
+
+    ckpt = _untrained_checkpoint()
+    with torch.no_grad():  # this network always wants to stand still
+        ckpt.net.logits_head.bias.copy_(torch.from_numpy(-30.0 * ckpt.vocabulary.primitives[:, 0]).float())
+    agents = _agents(-25.0, 10.0, 0.0)
+    out = DeltaSimPolicy(DeltaSimConfig(temperature=1.0), checkpoint=ckpt).act(_input(agents), np.random.default_rng(0))
+    assert abs(out[0, 0] - braking_floor(np.array([10.0]))[0]) < 1e-9
+    # Without kinematic shaping nothing is projected: the network's own choice is passed on (the engine clips).
+    raw = DeltaSimPolicy(DeltaSimConfig(temperature=1.0, kinematic_shaping=False), checkpoint=ckpt).act(
+        _input(agents), np.random.default_rng(0))
+    assert raw[0, 0] < braking_floor(np.array([10.0]))[0] - 0.5
