@@ -8,6 +8,7 @@ the end of the known road, or the entry of a connector it has not been granted.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +82,10 @@ class PathProfile:
     connector_s: float
     lanes: tuple[Lane, ...]
     """The lanes it was built from (lanes are immutable values: a changed lane is a new object)."""
+    first_lane_points: int
+    """Path points up to one past the end of the first lane: the agent is on that lane (the route book drops
+    lanes driven past), so projecting onto these is enough, and a later part of the path that bends back
+    near the agent is never mistaken for its position."""
 
     @classmethod
     def build(cls, graph: LaneGraph, route: tuple[int, ...], p: IdmParams) -> PathProfile:
@@ -95,7 +100,8 @@ class PathProfile:
                 connector, connector_s = lane.id, start
                 break
             start += lane.length_m
-        return cls(path, cap, connector, connector_s, tuple(lanes))
+        first = min(int(np.count_nonzero(path.lane_index == 0)) + 2, len(path.points))
+        return cls(path, cap, connector, connector_s, tuple(lanes), first)
 
 
 class IdmCore:
@@ -127,21 +133,27 @@ class IdmCore:
 
     def profile(self, inp: PolicyInput, agent_id: int) -> PathProfile | None:
         """The agent's route path with its speed caps and first junction entry (cached per route)."""
+        return self.profiles(inp, [agent_id])[0]
+
+    def profiles(self, inp: PolicyInput, agent_ids: Iterable[int]) -> list[PathProfile | None]:
+        """``profile`` of each of ``agent_ids``."""
         graph = inp.graph
         if graph.version != self._paths_version:  # forget paths through lanes retired or changed since
             self._paths = {k: pr for k, pr in self._paths.items() if all(graph.lanes.get(lane.id) is lane
                                                                           for lane in pr.lanes)}
             self._paths_version = graph.version
-        route = tuple(inp.routes.get(agent_id, ()))
-        profile = self._paths.get(route)
-        if profile is None:
-            known = tuple(i for i in route if i in graph)
-            if not known:
-                return None
-            if len(self._paths) > 4096:
-                self._paths.clear()
-            profile = self._paths[route] = PathProfile.build(graph, known, self.params)
-        return profile
+        if len(self._paths) > 4096:
+            self._paths.clear()
+        out: list[PathProfile | None] = []
+        for agent_id in agent_ids:
+            route = tuple(inp.routes.get(agent_id, ()))
+            profile = self._paths.get(route)
+            if profile is None:
+                known = tuple(i for i in route if i in graph)
+                if known:
+                    profile = self._paths[route] = PathProfile.build(graph, known, self.params)
+            out.append(profile)
+        return out
 
     def plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
         """IDM acceleration for ``slots`` (at least: find a slot's row with ``IdmPlan.row``) given every agent
@@ -160,14 +172,15 @@ class IdmCore:
         p, a = self.params, inp.agents
         slots = np.asarray(slots, dtype=np.int64)
         n = len(slots)
-        profiles = [self.profile(inp, int(a.id[i])) for i in slots]
+        profiles = self.profiles(inp, a.id[slots].tolist())
         routed = np.array([pr is not None for pr in profiles], bool)
         rows = np.nonzero(routed)[0]
         batch = PathBatch.of([profiles[r].path.points for r in rows], [profiles[r].path.s for r in rows])
         if self.plans_everyone:  # one plan per state: nothing to share between calls
             s_now, lateral = np.zeros(n), np.zeros(n)
             if len(rows):
-                s_now[rows], lateral[rows] = batch.project(a.xy[slots[rows]])
+                within = np.fromiter((profiles[r].first_lane_points for r in rows), np.int64, len(rows))
+                s_now[rows], lateral[rows] = batch.project(a.xy[slots[rows]], within)
         else:
             s_now, lateral = self._positions(inp, slots, profiles)
         # Sampled corridor ahead of each agent: (N, K, 2) points, arc lengths, speed caps.
@@ -198,7 +211,8 @@ class IdmCore:
             agent_id = int(a.id[slot])
             if agent_id in entry_s and agent_id not in granted:
                 stop_at[row] = min(stop_at[row], entry_s[agent_id] - 0.5 + a.length[slot] / 2.0)
-        gap, lead_speed = self._leaders(inp, slots, ahead, ahead_s, s_now)
+        gap, lead_speed = np.full(n, np.inf), np.zeros(n)  # agents without a route stop anyway
+        gap[rows], lead_speed[rows] = self._leaders(inp, slots[rows], ahead[rows], ahead_s[rows], s_now[rows])
         virtual_gap = stop_at - s_now - a.length[slots] / 2.0
         use_virtual = virtual_gap < gap
         gap = np.where(use_virtual, virtual_gap, gap)
@@ -239,7 +253,8 @@ class IdmCore:
                 s_now[row], lateral[row] = known
         if missing:
             batch = PathBatch.of([profiles[r].path.points for r in missing], [profiles[r].path.s for r in missing])
-            s_now[missing], lateral[missing] = batch.project(a.xy[slots[missing]])
+            within = np.fromiter((profiles[r].first_lane_points for r in missing), np.int64, len(missing))
+            s_now[missing], lateral[missing] = batch.project(a.xy[slots[missing]], within)
             for r in missing:
                 self._memo[(int(a.id[slots[r]]), profiles[r].path.lane_ids)] = (s_now[r], lateral[r])
         return s_now, lateral
@@ -250,7 +265,7 @@ class IdmCore:
         a = inp.agents
         planned = set(a.id[slots].tolist())
         others = [slot for slot in np.nonzero(a.valid)[0] if int(a.id[slot]) not in planned]
-        profiles = [self.profile(inp, int(a.id[slot])) for slot in others]
+        profiles = self.profiles(inp, a.id[others].tolist())
         keep = [k for k, pr in enumerate(profiles) if pr is not None and pr.connector >= 0]
         if not keep:
             return []
@@ -323,9 +338,10 @@ class IdmCore:
         pos = a.xy[others]
         inside = np.zeros((n, len(others)), bool)
         mid = ahead.shape[1] // 2
+        x, y = pos[:, 0], pos[:, 1]
         for part in (ahead[:, : mid + 1], ahead[:, mid:]):  # two boxes hug a bending corridor better than one
             lo, hi = part.min(1) - pad[:, None], part.max(1) + pad[:, None]
-            inside |= np.all((pos[None] >= lo[:, None]) & (pos[None] <= hi[:, None]), -1)
+            inside |= ((x >= lo[:, 0, None]) & (x <= hi[:, 0, None]) & (y >= lo[:, 1, None]) & (y <= hi[:, 1, None]))
         inside &= others[None] != slots[:, None]
         pn, pm = np.nonzero(inside)
         if len(pn) == 0:
@@ -336,7 +352,8 @@ class IdmCore:
         seg_len2 = np.maximum(np.einsum("qki,qki->qk", seg, seg), 1e-9)
         rel = a.xy[o][:, None] - seg_a
         t = np.clip(np.einsum("qki,qki->qk", rel, seg) / seg_len2, 0.0, 1.0)
-        d = np.linalg.norm(rel - t[..., None] * seg, axis=-1)
+        off = rel - t[..., None] * seg
+        d = np.sqrt(np.einsum("qki,qki->qk", off, off))
         q = np.arange(len(pn))
         k_best = d.argmin(1)
         d_best, t_best = d[q, k_best], t[q, k_best]

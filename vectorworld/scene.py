@@ -169,10 +169,10 @@ class LaneGraph:
         best, best_cost, best_dist = -1, np.inf, np.inf
         for lane_id in self.near(xy, radius_m):
             lane = self.lanes[lane_id]
-            _, lat, heading = geometry.project_to_polyline(xy[None], lane.points)
-            dist = abs(float(lat[0]))
-            s, _, _ = geometry.project_to_polyline(xy[None], lane.points)
-            dist += max(0.0, -float(s[0])) + max(0.0, float(s[0]) - lane.length_m)
+            s, lat, heading = geometry.project_to_polyline(xy[None], lane.points)
+            dist = abs(float(lat[0])) + max(0.0, -float(s[0])) + max(0.0, float(s[0]) - lane.length_m)
+            if dist > radius_m:  # ``near`` answers by grid cell: it may hold lanes a little farther away
+                continue
             cost = dist
             if yaw is not None:
                 cost += 4.0 * abs(float(geometry.wrap_angle(yaw - heading[0])))

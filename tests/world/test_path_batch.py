@@ -37,6 +37,14 @@ def test_batch_matches_single_polyline_geometry(seed: int, n: int) -> None:
         ref = geometry.interpolate_polyline(path, geometry.polyline_lengths(path), targets[row])
         np.testing.assert_allclose(along[row], ref, atol=1e-9)
         np.testing.assert_allclose(batch.length_m[row], geometry.polyline_lengths(path)[-1])
+    within = np.array([int(rng.integers(1, len(p) + 2)) for p in paths])  # < 2 and > len(p) are clipped
+    s_in, lateral_in = batch.project(xy, within)
+    for row, path in enumerate(paths):
+        head = path[: int(np.clip(within[row], 2, len(path)))]
+        s_ref, lat_ref, _ = geometry.project_to_polyline(xy[row][None], head)
+        np.testing.assert_allclose(s_in[row], s_ref[0], atol=1e-9)
+        at_vertex = np.isclose(geometry.polyline_lengths(head), s_ref[0], atol=1e-9).any()
+        assert at_vertex or abs(lateral_in[row] - lat_ref[0]) < 1e-9
     values = [np.arange(len(p), dtype=float) for p in paths]
     padded = batch.pad(values)
     for row, v in enumerate(values):

@@ -94,6 +94,10 @@ class MetricTracker:
         self._npc_contact = np.zeros((capacity, capacity), bool)
         self._npc_offroad = np.zeros(capacity, bool)
         self._seen = np.zeros(capacity, bool)  # slots whose state the previous step evaluated
+        # Off-road answers per slot, kept while the box and the drivable area stay as they were.
+        self._offroad = np.zeros(capacity, bool)
+        self._offroad_box = np.full((capacity, 5), np.nan)
+        self._offroad_version = -1
         self._ego_accel: float | None = None
 
     def reset_slots(self, slots: np.ndarray) -> None:
@@ -102,6 +106,7 @@ class MetricTracker:
         self._npc_contact[:, slots] = False
         self._npc_offroad[slots] = False
         self._seen[slots] = False
+        self._offroad_box[slots] = np.nan
 
     def prime(self, agents: Agents, ego_slot: int, drivable: DrivableGrid) -> None:
         """Remember the initial contacts and off-road agents (e.g. parked cars in a log) so that only
@@ -129,11 +134,7 @@ class MetricTracker:
         new_contacts = int(np.triu(npc_pairs & ~self._npc_contact & seen[:, None] & seen[None]).sum())
         self._npc_contact = npc_pairs
         vehicles = valid & (after.agent_type == AgentType.VEHICLE)
-        corners = geometry.box_corners(after.xy[vehicles], after.yaw[vehicles], after.length[vehicles],
-                                       after.width[vehicles])
-        on_road = drivable.contains(corners).all(-1)
-        offroad = np.zeros(after.capacity, bool)
-        offroad[np.nonzero(vehicles)[0]] = ~on_road
+        offroad = self._offroad_of(after, vehicles, drivable)
         npc_veh = vehicles & npc
         driving = moved & (np.linalg.norm(after.xy - before.xy, axis=-1) > 0.01)
         new_offroad = int((offroad & ~self._npc_offroad & npc_veh & driving & seen).sum())
@@ -142,6 +143,20 @@ class MetricTracker:
         ego_dist = float(np.linalg.norm(after.xy[ego_slot] - before.xy[ego_slot]))
         return StepMetrics(ego_hits, bool(offroad[ego_slot]), new_contacts, new_offroad, infeasible,
                            counted, self._comfortable(before, after, ego_slot), ego_dist)
+
+    def _offroad_of(self, after: Agents, vehicles: np.ndarray, drivable: DrivableGrid) -> np.ndarray:
+        """(C,) bool: vehicles with a box corner off the drivable area. Only boxes that moved (or all, when the
+        drivable area changed) are tested again; most of a scene stands still in any one step."""
+        box = np.column_stack([after.xy, after.yaw, after.length, after.width])
+        stale = vehicles & np.any(box != self._offroad_box, 1)  # NaN (forgotten slot) compares unequal
+        if drivable.version != self._offroad_version:
+            stale = vehicles.copy()
+            self._offroad_version = drivable.version
+        if stale.any():
+            corners = geometry.box_corners(after.xy[stale], after.yaw[stale], after.length[stale], after.width[stale])
+            self._offroad[stale] = ~drivable.contains(corners).all(-1)
+            self._offroad_box[stale] = box[stale]
+        return self._offroad & vehicles
 
     def _infeasible(self, before: Agents, after: Agents, mask: np.ndarray) -> tuple[int, int]:
         if not mask.any():

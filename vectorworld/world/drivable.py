@@ -26,16 +26,20 @@ class DrivableGrid:
         self.tolerance_m = tolerance_m
         self._chunks: dict[tuple[int, int], np.ndarray] = {}
         self._painted: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.version = 0
+        """Bumped by every change, so callers can keep answers for points that did not move."""
 
     def add(self, lane: Lane) -> None:
         cells = self._corridor_cells(lane)
         self._painted[lane.id] = cells
         self._apply(cells, +1)
+        self.version += 1
 
     def remove(self, lane_id: int) -> None:
         cells = self._painted.pop(lane_id, None)
         if cells is not None:
             self._apply(cells, -1)
+            self.version += 1
 
     def contains(self, xy: np.ndarray) -> np.ndarray:
         """Bool (...) whether points (..., 2) (m, global) are on the drivable area."""

@@ -45,16 +45,19 @@ class PathBatch:
         """(N,) total length of each path."""
         return self.s[:, -1]
 
-    def project(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Project point (N, 2) of each row onto its own path: arc length (N,), lateral offset (N,; + left)."""
-        a, b = self.points[:, :-1], self.points[:, 1:]
+    def project(self, xy: np.ndarray, within: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Project point (N, 2) of each row onto its own path: arc length (N,), lateral offset (N,; + left).
+        ``within`` (N,) limits each row to its first points (a known stretch: cheaper, and unambiguous)."""
+        count = self.count if within is None else np.clip(within, 2, self.count)
+        width = int(count.max()) if len(count) else 2
+        a, b = self.points[:, : width - 1], self.points[:, 1:width]
         ab = b - a
         len2 = np.einsum("nki,nki->nk", ab, ab)
         ap = xy[:, None, :] - a
         t = np.clip(np.einsum("nki,nki->nk", ap, ab) / np.maximum(len2, 1e-12), 0.0, 1.0)
         off = ap - t[..., None] * ab
         dist2 = np.einsum("nki,nki->nk", off, off)
-        dist2[np.arange(a.shape[1])[None] >= (self.count - 1)[:, None]] = np.inf  # padding
+        dist2[np.arange(a.shape[1])[None] >= (count - 1)[:, None]] = np.inf  # padding or out of reach
         seg = dist2.argmin(1)
         rows = np.arange(len(xy))
         seg_len = np.sqrt(len2[rows, seg])
