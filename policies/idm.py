@@ -17,8 +17,8 @@ from policies.base import Policy, PolicyInput, register_policy
 from policies.junctions import ConflictMap, JunctionRequest, grant_connectors
 from vectorworld import geometry
 from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
-from vectorworld.world.path_batch import PathBatch
 from vectorworld.world.routes import RoutePath, build_path
+from vectorworld.world.uniform_paths import UniformPath, UniformPathBatch
 
 LOOKAHEAD_M = 70.0
 MAX_YAW_RATE_RPS = 1.2
@@ -51,8 +51,8 @@ class IdmParams:
 @dataclass(frozen=True)
 class IdmPlan:
     """One IDM step for the planned slots (N): accel (N,) m/s^2, each slot's route path (None without a
-    route), its arc position s (N,) m and lateral offset (N,) m on it; ``batch`` holds the paths of the
-    rows in ``routed`` (N,) bool, padded for batched sampling."""
+    route), its arc position s (N,) m and lateral offset (N,) m on it; ``uniform`` holds the paths of the
+    rows in ``routed`` (N,) bool, resampled for batched lookups."""
 
     slots: np.ndarray
     accel: np.ndarray
@@ -60,7 +60,7 @@ class IdmPlan:
     s: np.ndarray
     lateral: np.ndarray
     routed: np.ndarray
-    batch: PathBatch
+    uniform: UniformPathBatch
 
     def row(self, slot: int) -> int:
         """The row of ``slot`` in this plan."""
@@ -82,10 +82,12 @@ class PathProfile:
     connector_s: float
     lanes: tuple[Lane, ...]
     """The lanes it was built from (lanes are immutable values: a changed lane is a new object)."""
-    first_lane_points: int
-    """Path points up to one past the end of the first lane: the agent is on that lane (the route book drops
-    lanes driven past), so projecting onto these is enough, and a later part of the path that bends back
-    near the agent is never mistaken for its position."""
+    uniform: UniformPath
+    """The path resampled uniformly (about 1 m) with ``cap`` as its values, for batched lookups."""
+    first_lane_m: float
+    """How far along the path the agent can be: it is on the first lane (the route book drops lanes driven
+    past), so projecting onto that stretch is enough, and a later part of the path that bends back near
+    the agent is never mistaken for its position."""
 
     @classmethod
     def build(cls, graph: LaneGraph, route: tuple[int, ...], p: IdmParams) -> PathProfile:
@@ -100,8 +102,8 @@ class PathProfile:
                 connector, connector_s = lane.id, start
                 break
             start += lane.length_m
-        first = min(int(np.count_nonzero(path.lane_index == 0)) + 2, len(path.points))
-        return cls(path, cap, connector, connector_s, tuple(lanes), first)
+        return cls(path, cap, connector, connector_s, tuple(lanes), UniformPath.resample(path.points, path.s, cap),
+                   lanes[0].length_m + 2.0)
 
 
 class IdmCore:
@@ -175,12 +177,12 @@ class IdmCore:
         profiles = self.profiles(inp, a.id[slots].tolist())
         routed = np.array([pr is not None for pr in profiles], bool)
         rows = np.nonzero(routed)[0]
-        batch = PathBatch.of([profiles[r].path.points for r in rows], [profiles[r].path.s for r in rows])
+        uniform = UniformPathBatch.of([profiles[r].uniform for r in rows])
         if self.plans_everyone:  # one plan per state: nothing to share between calls
             s_now, lateral = np.zeros(n), np.zeros(n)
             if len(rows):
-                within = np.fromiter((profiles[r].first_lane_points for r in rows), np.int64, len(rows))
-                s_now[rows], lateral[rows] = batch.project(a.xy[slots[rows]], within)
+                within = np.fromiter((profiles[r].first_lane_m for r in rows), float, len(rows))
+                s_now[rows], lateral[rows] = uniform.project(a.xy[slots[rows]], within)
         else:
             s_now, lateral = self._positions(inp, slots, profiles)
         # Sampled corridor ahead of each agent: (N, K, 2) points, arc lengths, speed caps.
@@ -189,10 +191,9 @@ class IdmCore:
         ahead_cap = np.full(ahead_s.shape, np.inf)
         stop_at = np.zeros(n)  # arc length of a virtual stopped obstacle (m); agents without a route stop
         if len(rows):
-            ahead[rows] = batch.interpolate(ahead_s[rows])
-            cap = batch.sample(batch.pad([profiles[r].cap for r in rows]), ahead_s[rows])
-            ahead_cap[rows] = np.where(ahead_s[rows] > batch.length_m[:, None], np.inf, cap)
-            stop_at[rows] = batch.length_m  # the road is not known past here (yet)
+            ahead[rows], cap = uniform.at(ahead_s[rows])
+            ahead_cap[rows] = np.where(ahead_s[rows] > uniform.length_m[:, None], np.inf, cap)
+            stop_at[rows] = uniform.length_m  # the road is not known past here (yet)
         requests: list[JunctionRequest] = []
         entry_s: dict[int, float] = {}
         for row in rows:
@@ -229,7 +230,7 @@ class IdmCore:
         accel = p.max_accel_mps2 * (free - np.where(np.isfinite(gap), interaction, 0.0))
         accel = np.clip(accel, -p.max_decel_mps2, p.max_accel_mps2)
         paths = [None if pr is None else pr.path for pr in profiles]
-        return IdmPlan(slots, accel, paths, s_now, lateral, routed, batch)
+        return IdmPlan(slots, accel, paths, s_now, lateral, routed, uniform)
 
     def _positions(self, inp: PolicyInput, slots: np.ndarray,
                    profiles: list[PathProfile | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -252,8 +253,8 @@ class IdmCore:
             else:
                 s_now[row], lateral[row] = known
         if missing:
-            batch = PathBatch.of([profiles[r].path.points for r in missing], [profiles[r].path.s for r in missing])
-            within = np.fromiter((profiles[r].first_lane_points for r in missing), np.int64, len(missing))
+            batch = UniformPathBatch.of([profiles[r].uniform for r in missing])
+            within = np.fromiter((profiles[r].first_lane_m for r in missing), float, len(missing))
             s_now[missing], lateral[missing] = batch.project(a.xy[slots[missing]], within)
             for r in missing:
                 self._memo[(int(a.id[slots[r]]), profiles[r].path.lane_ids)] = (s_now[r], lateral[r])
@@ -401,10 +402,10 @@ def advance_on_paths(plan: IdmPlan, agents: Agents, dt_s: float) -> tuple[np.nda
     turn = np.zeros(len(slots))
     rows = np.nonzero(plan.routed)[0]
     if len(rows):
-        s_next = np.minimum(plan.s[rows] + ds[rows], plan.batch.length_m)
+        s_next = np.minimum(plan.s[rows] + ds[rows], plan.uniform.length_m)
         lat = plan.lateral[rows]
         lat_next = np.where(np.abs(lat) > 0.02, lat * np.maximum(0.0, 1.0 - 0.15 * ds[rows]), 0.0)
-        pts = plan.batch.interpolate(np.stack([np.maximum(s_next - 0.5, 0.0), s_next, s_next + 0.5], 1))
+        pts, _ = plan.uniform.at(np.stack([np.maximum(s_next - 0.5, 0.0), s_next, s_next + 0.5], 1))
         tangent = pts[:, 2] - pts[:, 0]
         path_yaw = np.arctan2(tangent[:, 1], tangent[:, 0])
         target = pts[:, 1] + lat_next[:, None] * np.stack([-np.sin(path_yaw), np.cos(path_yaw)], -1)

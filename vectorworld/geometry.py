@@ -129,10 +129,12 @@ def boxes_overlap(corners_a: Array, corners_b: Array) -> Array:
     return overlap
 
 
-def pairwise_box_overlap(xy: Array, yaw: Array, length: Array, width: Array, valid: Array) -> Array:
+def pairwise_box_overlap(xy: Array, yaw: Array, length: Array, width: Array, valid: Array,
+                         changed: Array | None = None) -> Array:
     """Symmetric boolean matrix (N, N) of overlapping valid boxes; the diagonal is False.
 
-    A cheap circle test prunes pairs before the exact separating-axis test.
+    A cheap circle test prunes pairs before the exact separating-axis test. With ``changed`` (N,) bool,
+    only pairs with at least one changed box are tested (the others are False in the result).
     """
     n = len(xy)
     result = np.zeros((n, n), dtype=bool)
@@ -144,6 +146,9 @@ def pairwise_box_overlap(xy: Array, yaw: Array, length: Array, width: Array, val
     reach = radius[:, None] + radius[None]
     near = np.einsum("ijk,ijk->ij", delta, delta) < reach * reach
     i, j = np.nonzero(np.triu(near, 1))
+    if changed is not None:
+        keep = changed[live[i]] | changed[live[j]]
+        i, j = i[keep], j[keep]
     if len(i) == 0:
         return result
     corners = box_corners(xy[live], yaw[live], length[live], width[live])

@@ -94,7 +94,10 @@ class MetricTracker:
         self._npc_contact = np.zeros((capacity, capacity), bool)
         self._npc_offroad = np.zeros(capacity, bool)
         self._seen = np.zeros(capacity, bool)  # slots whose state the previous step evaluated
-        # Off-road answers per slot, kept while the box and the drivable area stay as they were.
+        # Answers kept while the boxes (and the drivable area) stay as they were: most of a scene stands
+        # still in any one step. Boxes as (x, y, yaw, length, width); NaN for a forgotten slot.
+        self._box = np.full((capacity, 5), np.nan)
+        self._overlap = np.zeros((capacity, capacity), bool)
         self._offroad = np.zeros(capacity, bool)
         self._offroad_box = np.full((capacity, 5), np.nan)
         self._offroad_version = -1
@@ -107,6 +110,7 @@ class MetricTracker:
         self._npc_offroad[slots] = False
         self._seen[slots] = False
         self._offroad_box[slots] = np.nan
+        self._box[slots] = np.nan
 
     def prime(self, agents: Agents, ego_slot: int, drivable: DrivableGrid) -> None:
         """Remember the initial contacts and off-road agents (e.g. parked cars in a log) so that only
@@ -126,7 +130,8 @@ class MetricTracker:
         valid = after.valid
         seen = self._seen & valid
         self._seen = valid.copy()
-        overlap = geometry.pairwise_box_overlap(after.xy, after.yaw, after.length, after.width, valid)
+        box = np.column_stack([after.xy, after.yaw, after.length, after.width])
+        overlap = self._overlaps(after, box)
         ego_hits = tuple(int(after.id[j]) for j in np.nonzero(overlap[ego_slot])[0])
         npc = valid.copy()
         npc[ego_slot] = False
@@ -134,7 +139,7 @@ class MetricTracker:
         new_contacts = int(np.triu(npc_pairs & ~self._npc_contact & seen[:, None] & seen[None]).sum())
         self._npc_contact = npc_pairs
         vehicles = valid & (after.agent_type == AgentType.VEHICLE)
-        offroad = self._offroad_of(after, vehicles, drivable)
+        offroad = self._offroad_of(after, box, vehicles, drivable)
         npc_veh = vehicles & npc
         driving = moved & (np.linalg.norm(after.xy - before.xy, axis=-1) > 0.01)
         new_offroad = int((offroad & ~self._npc_offroad & npc_veh & driving & seen).sum())
@@ -144,11 +149,20 @@ class MetricTracker:
         return StepMetrics(ego_hits, bool(offroad[ego_slot]), new_contacts, new_offroad, infeasible,
                            counted, self._comfortable(before, after, ego_slot), ego_dist)
 
-    def _offroad_of(self, after: Agents, vehicles: np.ndarray, drivable: DrivableGrid) -> np.ndarray:
+    def _overlaps(self, after: Agents, box: np.ndarray) -> np.ndarray:
+        """(C, C) bool: overlapping valid boxes. Only pairs with a box that changed are tested again."""
+        valid = after.valid
+        changed = np.any(box != self._box, 1) | ~valid  # NaN (forgotten slot) compares unequal
+        fresh = geometry.pairwise_box_overlap(after.xy, after.yaw, after.length, after.width, valid, changed)
+        kept = self._overlap & ~changed[:, None] & ~changed[None]
+        self._overlap = kept | fresh
+        self._box = np.where(valid[:, None], box, np.nan)
+        return self._overlap
+
+    def _offroad_of(self, after: Agents, box: np.ndarray, vehicles: np.ndarray, drivable: DrivableGrid) -> np.ndarray:
         """(C,) bool: vehicles with a box corner off the drivable area. Only boxes that moved (or all, when the
-        drivable area changed) are tested again; most of a scene stands still in any one step."""
-        box = np.column_stack([after.xy, after.yaw, after.length, after.width])
-        stale = vehicles & np.any(box != self._offroad_box, 1)  # NaN (forgotten slot) compares unequal
+        drivable area changed) are tested again."""
+        stale = vehicles & np.any(box != self._offroad_box, 1)
         if drivable.version != self._offroad_version:
             stale = vehicles.copy()
             self._offroad_version = drivable.version

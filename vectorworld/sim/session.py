@@ -364,7 +364,8 @@ class Session:
         ``STUCK_PROGRESS_M`` of progress (crawling in a jam counts) for ``STUCK_TIMEOUT_S``: they are
         removed (as SUMO teleports jammed vehicles), so a local jam never blocks an episode forever."""
         a = self.agents
-        in_traffic = np.array([int(i) in self.routes.routes for i in a.id]) & a.valid  # not parked cars
+        routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
+        in_traffic = np.isin(a.id, routed) & a.valid  # not parked cars
         progressed = (np.linalg.norm(a.xy - self._stuck_at, axis=-1) > STUCK_PROGRESS_M) | ~in_traffic
         self._stuck_at = np.where(progressed[:, None], a.xy, self._stuck_at)
         self._stopped_s = np.where(progressed, 0.0, self._stopped_s + DT_S)

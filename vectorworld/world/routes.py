@@ -62,14 +62,17 @@ class RouteBook:
         self.routes: dict[int, list[int]] = {}
         self._settled: dict[int, int] = {}  # agent id -> graph version its route was last extended as far as it goes
         self._pruned_at = -1  # graph version the routes were last pruned at
+        self._checked: dict[int, tuple[float, float]] = {}  # agent id -> where advance last found it on its route
 
     def assign(self, agent_id: int, lane_id: int) -> None:
         self.routes[agent_id] = [lane_id]
         self._settled.pop(agent_id, None)
+        self._checked.pop(agent_id, None)
 
     def drop(self, agent_id: int) -> None:
         self.routes.pop(agent_id, None)
         self._settled.pop(agent_id, None)
+        self._checked.pop(agent_id, None)
 
     def get(self, agent_id: int) -> list[int]:
         return self.routes.get(agent_id, [])
@@ -112,12 +115,16 @@ class RouteBook:
         pending: list[tuple[int, list[int]]] = []  # (row, route) of agents whose first lane is to check
         prune = graph.version != self._pruned_at
         self._pruned_at = graph.version
-        for row, agent_id in enumerate(agent_ids.tolist()):
+        checked = self._checked
+        for row, (agent_id, x, y) in enumerate(zip(agent_ids.tolist(), xy[:, 0].tolist(), xy[:, 1].tolist(),
+                                                   strict=True)):
             route = self.routes.get(agent_id)
-            if route is not None:
-                if prune:
-                    _prune(route, graph)
-                pending.append((row, route))
+            if route is None or (not prune and checked.get(agent_id) == (x, y)):
+                continue  # no route, or standing where it was last found on its lane of an unchanged map
+            checked.pop(agent_id, None)
+            if prune:
+                _prune(route, graph)
+            pending.append((row, route))
         for row, route in pending:
             if not route:  # every lane of the route was retired
                 self._relocalise(graph, route, xy[row], float(yaw[row]))
@@ -139,6 +146,8 @@ class RouteBook:
                 elif abs(float(lat_k)) > 4.0:
                     self._relocalise(graph, route, xy[row], float(yaw[row]))
                     self._settled.pop(ids[row], None)
+                else:
+                    checked[ids[row]] = (float(xy[row, 0]), float(xy[row, 1]))
 
     @staticmethod
     def _relocalise(graph: LaneGraph, route: list[int], xy: np.ndarray, yaw: float) -> None:
@@ -148,8 +157,7 @@ class RouteBook:
     def retain(self, agent_ids: set[int]) -> None:
         for agent_id in list(self.routes):
             if agent_id not in agent_ids:
-                del self.routes[agent_id]
-                self._settled.pop(agent_id, None)
+                self.drop(agent_id)
 
 
 def _prune(route: list[int], graph: LaneGraph) -> None:
