@@ -47,3 +47,41 @@ def test_spawned_parked_car_off_road_and_overlap_are_not_events():
                                drove_off.yaw, drove_off.speed)
     assert geometry.pairwise_box_overlap(hit.xy, hit.yaw, hit.length, hit.width, hit.valid)[1, 3]
     assert tracker.step(drove_off, hit, 0, hit.valid, grid).npc_collision_events == 1
+
+
+def test_kept_answers_equal_a_fresh_evaluation_every_step():
+    """Overlap and off-road answers are kept for boxes that did not move; after any sequence of moves,
+    spawns, removals and map changes they must equal a from-scratch evaluation."""
+    rng = np.random.default_rng(3)
+    n = 24
+    grid, tracker = road(), MetricTracker(n, 0.1)
+    start = rng.uniform([-40, -6], [140, 6], (n, 2))
+    start[1] = (60.0, 10.0)  # stands off the road until a lane across it appears at x = 60
+    agents = agents_at([tuple(p) for p in start], [True] * n)
+    agents = agents.with_state(agents.xy, np.where(np.arange(n) == 1, np.pi / 2, agents.yaw), agents.speed)
+    tracker.prime(agents, 0, grid)
+    for step in range(60):
+        xy = agents.xy.copy()
+        movers = rng.random(n) < 0.3
+        movers[1] = False
+        xy[movers] += rng.normal(0.0, 1.5, (int(movers.sum()), 2))
+        yaw = np.where(movers, agents.yaw + rng.normal(0.0, 0.2, n), agents.yaw)
+        valid = agents.valid.copy()
+        flip = rng.random(n) < 0.05
+        flip[:2] = False
+        valid[flip] = ~valid[flip]
+        after = dataclasses.replace(agents, valid=valid).with_state(xy, yaw, agents.speed)
+        if flip.any():
+            tracker.reset_slots(np.nonzero(flip)[0])
+        if step % 20 == 10:  # the map changes: a new lane across the road
+            ys = np.linspace(-40.0, 40.0, 41)
+            grid.add(Lane(100 + step, np.stack([np.full_like(ys, 60.0), ys], -1)))
+        m = tracker.step(agents, after, 0, agents.valid & after.valid, grid)
+        full = geometry.pairwise_box_overlap(after.xy, after.yaw, after.length, after.width, after.valid)
+        assert set(m.ego_collided_ids) == {int(after.id[j]) for j in np.nonzero(full[0])[0]}
+        assert np.array_equal(tracker._overlap, full)
+        corners = geometry.box_corners(after.xy, after.yaw, after.length, after.width)
+        offroad = after.valid & ~grid.contains(corners).all(-1)
+        assert np.array_equal(tracker._offroad & after.valid, offroad)
+        assert offroad[1] == (step < 10)
+        agents = after
