@@ -20,6 +20,11 @@ Phases:
    client-observed latency (command handed to the client -> typed Observation back), the engine time of
    that same step on the server, and their difference: what the service adds (command encode/decode,
    observation encode, transport, client decode). p50/p99 of each, first steps skipped.
+   In each round, after the stream runs, the *floor*: a bare lock-step gRPC stream on the same server
+   (same thread pool and options, same client pattern) whose handler spins, holding the GIL, for the
+   round's p50 engine time and answers ``--floor-bytes`` opaque bytes. Its overhead (latency - spin) is
+   what gRPC and the machine cost with no protobuf, no session and no engine; "above floor" = a stream
+   run's overhead p50 - the floor's p50 (encode, decode and session bookkeeping).
 2. load: N concurrent sessions x M steps (StreamSession, or Step with ``--load-rpc unary``), one client
    thread each: steps/s, client latency, engine time and paired overhead p50/p99; no errors and no live
    session afterwards (leak check).
@@ -37,6 +42,7 @@ import argparse
 import gc
 import json
 import queue
+import struct
 import subprocess
 import sys
 import threading
@@ -45,6 +51,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +62,8 @@ from vectorworld.sim.session import SessionConfig  # noqa: E402
 
 WARMUP_STEPS = 10
 """Steps at the start of each overhead run left out of its statistics (stream set-up, first tiles)."""
+FLOOR_METHOD = "/vectorworld.loadtest.Floor/Echo"
+"""The bare stream of the floor measurement (bytes in and out, no protobuf), served by the server child only."""
 
 
 def rss_mib() -> float:
@@ -110,7 +119,10 @@ def serve_child(args: argparse.Namespace) -> int:
     from sim_server.server import create_server, release_free_memory
 
     server = create_server(ServerConfig(port=0, http_port=None, max_sessions=args.sessions + 8,
-                                        max_workers=args.sessions + 8, session_defaults=session_config(args)))
+                                        max_workers=args.sessions + 8, session_defaults=session_config(args)),
+                           start=False)
+    server.server.add_generic_rpc_handlers((floor_handler(),))
+    server.start()
     lock, local = threading.Lock(), threading.local()
     # (session id, step) -> [engine s, handler s, engine end, handler end] (perf_counter, shared clock)
     steps: dict[tuple[str, int], list[float]] = {}
@@ -154,6 +166,23 @@ def serve_child(args: argparse.Namespace) -> int:
     finally:
         server.stop(grace_s=2.0)
     return 0
+
+
+def floor_handler() -> grpc.GenericRpcHandler:
+    """The floor's bare lock-step stream: each request (spin s as a little-endian double, reply size as a
+    uint32) is answered after spinning that long in the handler thread, holding the GIL as an engine step
+    does, with that many bytes, the first 16 the handler's start and end (``time.perf_counter``, doubles)."""
+    def echo(requests: Iterator[bytes], _context: grpc.ServicerContext) -> Iterator[bytes]:
+        for request in requests:
+            spin_s, size = struct.unpack("<dI", request)
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < spin_s:
+                pass
+            yield struct.pack("<dd", t0, time.perf_counter()) + bytes(max(size - 16, 0))
+
+    service, method = FLOOR_METHOD.strip("/").split("/")
+    return grpc.method_handlers_generic_handler(service, {
+        method: grpc.stream_stream_rpc_method_handler(echo, request_deserializer=None, response_serializer=None)})
 
 
 class ServerProcess:
@@ -274,6 +303,36 @@ def summarise(latencies: dict[str, StepLatencies], times: dict[tuple[str, int], 
     return out
 
 
+def floor_run(server: ServerProcess, steps: int, spin_s: float, reply_bytes: int, deadline: float
+              ) -> list[tuple[float, float, float, float]]:
+    """The floor: ``steps`` lock-step requests on the bare stream, the same pattern as
+    :meth:`RemoteSession.stream` (the next request is made after the previous reply arrived); per step
+    (sent, handler start, handler end, received) as ``time.perf_counter`` values, warm-up left out."""
+    rows: list[tuple[float, float, float, float]] = []
+    turn, finished = threading.Semaphore(1), threading.Event()
+    sent: list[float] = []
+    request = struct.pack("<dI", spin_s, reply_bytes)
+
+    def requests() -> Iterator[bytes]:
+        for _ in range(steps):
+            while not turn.acquire(timeout=0.05):
+                if finished.is_set():  # the call ended early (server gone): stop the request thread
+                    return
+            if time.perf_counter() > deadline:
+                return
+            sent.append(time.perf_counter())
+            yield request
+
+    with grpc.insecure_channel(server.target) as channel:
+        try:
+            for k, reply in enumerate(channel.stream_stream(FLOOR_METHOD)(requests())):
+                rows.append((sent[k], *struct.unpack_from("<dd", reply), time.perf_counter()))
+                turn.release()
+        finally:
+            finished.set()
+    return rows[min(WARMUP_STEPS, len(rows) // 2):]
+
+
 def overhead_run(server: ServerProcess, config: SessionConfig, steps: int, rpc: str, encoding: Encoding,
                  time_limit_s: float) -> tuple[dict[str, StepLatencies], dict[tuple[str, int], tuple[float, ...]],
                                                bool]:
@@ -289,14 +348,19 @@ def overhead_run(server: ServerProcess, config: SessionConfig, steps: int, rpc: 
 
 
 def overhead(server: ServerProcess, config: SessionConfig, steps: int, modes: tuple[Encoding, ...], rounds: int,
-             time_limit_s: float) -> dict[str, dict[str, Any]]:
+             time_limit_s: float, floor_bytes: int = 24_000) -> dict[str, dict[str, Any]]:
     """Per-step latency vs. the engine's own time, for each RPC ("stream", "unary") and observation encoding
     in ``modes``: ``rounds`` sessions each, interleaved (round r runs the modes in reverse order when r is odd)
     so that the modes see the same machine load; the steps of a key's rounds are pooled. Keys: the RPC
-    alone for one mode, else "RPC/LANES+AGENTS"."""
+    alone for one mode, else "RPC/LANES+AGENTS"; "floor" (``floor_bytes`` > 0): the bare stream, one run
+    per round after its stream runs, spinning for their p50 engine time; stream keys then also hold
+    ``above_floor_ms_p50``."""
     pooled: dict[str, tuple[dict[str, StepLatencies], dict[tuple[str, int], tuple[float, ...]], list[Any]]] = {}
+    floor: list[tuple[float, float, float, float]] = []
+    floor_loads: list[Any] = []
     for r in range(rounds):
         for rpc in ("stream", "unary"):
+            engine: list[float] = []
             for mode in modes if r % 2 == 0 else modes[::-1]:
                 latencies, times, timed_out = overhead_run(server, config, steps, rpc, mode, time_limit_s)
                 key = rpc if len(modes) == 1 else f"{rpc}/{'+'.join(mode)}"
@@ -305,10 +369,26 @@ def overhead(server: ServerProcess, config: SessionConfig, steps: int, modes: tu
                 entry[1].update(times)
                 entry[2][2] |= timed_out
                 entry[2][3].append(load_average())
+                engine += [t[0] for t in times.values()]
+            if rpc == "stream" and floor_bytes > 0 and engine:
+                floor += floor_run(server, steps, float(np.median(engine)), floor_bytes,
+                                   time.perf_counter() + time_limit_s)
+                floor_loads.append(load_average())
     out = {}
     for key, (latencies, times, (rpc, mode, timed_out, loads)) in pooled.items():
         out[key] = summarise(latencies, times) | {"rpc": rpc, **encoding_options(mode), "rounds": rounds,
                                                   "timed_out": timed_out, "load_average": max(loads)}
+    if floor:
+        sent, start, end, received = (np.asarray(col, np.float64) * 1e3 for col in zip(*floor, strict=True))
+        columns = {"client": received - sent, "overhead": received - sent - (end - start), "request": start - sent,
+                   "response": received - end}
+        out["floor"] = {"rpc": "floor", "rounds": rounds, "steps": len(floor), "reply_bytes": floor_bytes,
+                        "spin_ms_p50": float(np.percentile(end - start, 50)), "load_average": max(floor_loads),
+                        **{f"{name}_ms_p{q}": float(np.percentile(values, q))
+                           for name, values in columns.items() for q in (50, 99)}}
+        for figures in out.values():
+            if figures["rpc"] == "stream":
+                figures["above_floor_ms_p50"] = figures["overhead_ms_p50"] - out["floor"]["overhead_ms_p50"]
     return out
 
 
@@ -404,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="overhead runs also with full lanes + agent messages (the plain encoding), interleaved")
     parser.add_argument("--rounds", type=int, default=1, help="overhead sessions per RPC and encoding")
     parser.add_argument("--skip-load", action="store_true", help="overhead phase only (no load, no churn)")
+    parser.add_argument("--floor-bytes", type=int, default=24_000,
+                        help="reply size of the bare-gRPC floor run (a procedural observation, delta lanes + agent "
+                             "table, is ~23 KB); 0: no floor run")
     parser.add_argument("--time-limit-s", type=float, default=600.0, help="per phase; workers stop after it")
     parser.add_argument("--generator", default="procedural")
     parser.add_argument("--npc", default="idm")
@@ -419,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen: Encoding = (args.lanes, args.agents)
         modes = (PLAIN, chosen) if args.compare and chosen != PLAIN else (chosen,)
         figures["overhead"] = overhead(server, config, args.overhead_steps, modes, max(args.rounds, 1),
-                                       args.time_limit_s)
+                                       args.time_limit_s, args.floor_bytes)
         if not args.skip_load:
             figures["load"] = load(server, config, args.sessions, args.steps, args.load_rpc, args.time_limit_s,
                                    modes[-1])
@@ -443,8 +526,15 @@ def _print(f: dict[str, Any]) -> None:
 
     print(f"uptime: {_uptime()}")
     for d in f["overhead"].values():
+        if d["rpc"] == "floor":
+            print(f"floor, {d['rounds']} x bare lock-step gRPC stream (spin {d['spin_ms_p50']:.2f} ms, "
+                  f"{d['reply_bytes']} B replies): overhead {d['overhead_ms_p50']:.2f}/{d['overhead_ms_p99']:.2f} ms "
+                  f"(p50/p99; p50 of request {d['request_ms_p50']:.2f}, response {d['response_ms_p50']:.2f} ms; "
+                  f"{d['steps']} steps; load avg {d['load_average']})")
+            continue
+        above = f"; above floor {d['above_floor_ms_p50']:.2f} ms p50" if "above_floor_ms_p50" in d else ""
         print(row(f"overhead, {d['rounds']} x 1 session, {d['rpc']}, {d['lane_delivery']} lanes, "
-                  f"{d['agent_layout']} agents", d))
+                  f"{d['agent_layout']} agents", d) + above)
     if "load" not in f:
         return
     lo, c = f["load"], f["churn"]

@@ -41,17 +41,26 @@ def test_load_test_runs_small(tmp_path: Path) -> None:
         assert run["steps"] == 3 and run["paired"] == 3
         assert 0 < run["engine_ms_p50"] < run["client_ms_p50"]
         assert run["handler_ms_p50"] >= run["engine_ms_p50"]
+    # the bare-gRPC floor ran after the stream run, spinning for its engine time; the stream is compared to it
+    floor = figures["overhead"]["floor"]
+    assert floor["steps"] == 3 and floor["reply_bytes"] == 24_000
+    assert floor["spin_ms_p50"] >= 0.5 * figures["overhead"]["stream"]["engine_ms_p50"]
+    assert 0 < floor["request_ms_p50"] < floor["client_ms_p50"]
+    assert 0 < floor["response_ms_p50"] < floor["client_ms_p50"]
+    stream = figures["overhead"]["stream"]
+    assert stream["above_floor_ms_p50"] == stream["overhead_ms_p50"] - floor["overhead_ms_p50"]
+    assert "above_floor_ms_p50" not in figures["overhead"]["unary"]
 
 
 def test_load_test_compares_encodings(tmp_path: Path) -> None:
     tool = _tool("load_test")
     out = tmp_path / "compare.json"
     assert tool.main(["--compare", "--skip-load", "--overhead-steps", "4", "--generator", "test-straight",
-                      "--out", str(out)]) == 0
+                      "--floor-bytes", "0", "--out", str(out)]) == 0
     import json
 
     figures = json.loads(out.read_text())
-    assert "load" not in figures
+    assert "load" not in figures and "floor" not in figures["overhead"]  # --floor-bytes 0: no floor run
     for rpc in ("stream", "unary"):
         plain, compact = figures["overhead"][f"{rpc}/full+messages"], figures["overhead"][f"{rpc}/delta+table"]
         assert (plain["lane_delivery"], plain["agent_layout"]) == ("full", "messages")
