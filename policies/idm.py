@@ -334,15 +334,18 @@ class IdmCore:
         lead_speed = np.zeros(n)
         if len(others) < 2:
             return gap, lead_speed
-        # Candidate pairs: agents inside the bounding box of a corridor (padded by the widest reach).
-        pad = a.width[slots] / 2.0 + MOVING_MARGIN_M + 0.5 * float(np.max(a.length[others] + a.width[others]))
-        pos = a.xy[others]
+        # Candidate pairs: agents whose box can reach into the bounding box of a corridor (no farther than
+        # half their length + width from its centre line), padded by our half width and the margin.
+        pad = a.width[slots] / 2.0 + MOVING_MARGIN_M
+        reach = 0.5 * (a.length[others] + a.width[others])
+        x, y = a.xy[others, 0], a.xy[others, 1]
+        x_lo, x_hi, y_lo, y_hi = x + reach, x - reach, y + reach, y - reach
         inside = np.zeros((n, len(others)), bool)
         mid = ahead.shape[1] // 2
-        x, y = pos[:, 0], pos[:, 1]
         for part in (ahead[:, : mid + 1], ahead[:, mid:]):  # two boxes hug a bending corridor better than one
             lo, hi = part.min(1) - pad[:, None], part.max(1) + pad[:, None]
-            inside |= ((x >= lo[:, 0, None]) & (x <= hi[:, 0, None]) & (y >= lo[:, 1, None]) & (y <= hi[:, 1, None]))
+            inside |= ((x_lo >= lo[:, 0, None]) & (x_hi <= hi[:, 0, None])
+                       & (y_lo >= lo[:, 1, None]) & (y_hi <= hi[:, 1, None]))
         inside &= others[None] != slots[:, None]
         pn, pm = np.nonzero(inside)
         if len(pn) == 0:

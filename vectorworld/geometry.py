@@ -139,21 +139,23 @@ def pairwise_box_overlap(xy: Array, yaw: Array, length: Array, width: Array, val
     n = len(xy)
     result = np.zeros((n, n), dtype=bool)
     live = np.nonzero(valid)[0]
-    if len(live) < 2:
+    rows = live if changed is None else np.nonzero(valid & changed)[0]
+    if len(live) < 2 or len(rows) == 0:
         return result
-    radius = 0.5 * np.hypot(length[live], width[live])
-    delta = xy[live][:, None] - xy[live][None]
-    reach = radius[:, None] + radius[None]
+    radius = 0.5 * np.hypot(length, width)
+    delta = xy[rows][:, None] - xy[live][None]
+    reach = radius[rows][:, None] + radius[live][None]
     near = np.einsum("ijk,ijk->ij", delta, delta) < reach * reach
-    i, j = np.nonzero(np.triu(near, 1))
-    if changed is not None:
-        keep = changed[live[i]] | changed[live[j]]
-        i, j = i[keep], j[keep]
-    if len(i) == 0:
+    i, j = np.nonzero(near)
+    a, b = rows[i], live[j]
+    # Each pair once: a < b, or b's own row is not searched (its box did not change).
+    keep = (a < b) if changed is None else ((a < b) | ~changed[b]) & (a != b)
+    a, b = a[keep], b[keep]
+    if len(a) == 0:
         return result
-    corners = box_corners(xy[live], yaw[live], length[live], width[live])
-    hit = boxes_overlap(corners[i], corners[j])
-    a, b = live[i[hit]], live[j[hit]]
+    hit = boxes_overlap(box_corners(xy[a], yaw[a], length[a], width[a]),
+                        box_corners(xy[b], yaw[b], length[b], width[b]))
+    a, b = a[hit], b[hit]
     result[a, b] = True
     result[b, a] = True
     return result
