@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -58,6 +60,36 @@ def test_sample_times_ordering_and_ratio() -> None:
     assert 0.2 < share < 0.3
     r, t = sample_times(100, MeanFlowConfig(flow_matching_only=True), torch.Generator().manual_seed(0))
     assert torch.equal(r, t)
+
+
+def test_logit_normal_pairs_alone_miss_the_one_step_interval() -> None:
+    """Why one_step_ratio exists: the one-step sampler queries u(z_1, 0, 1), which these pairs never reach."""
+    r, t = sample_times(200_000, MeanFlowConfig(), torch.Generator().manual_seed(0))
+    assert ((t - r) > 0.9).double().mean().item() < 1e-4
+
+
+def test_one_step_share_samples_the_one_step_interval() -> None:
+    config = MeanFlowConfig(interval_ratio=0.25, one_step_ratio=0.25, one_step_t_min=0.5)
+    r, t = sample_times(20_000, config, torch.Generator().manual_seed(0))
+    assert (r <= t).all() and (r >= 0).all() and (t <= 1).all()
+    long = (r == 0) & (t >= 0.5)
+    assert 0.23 < long.double().mean().item() < 0.27
+    assert ((t - r) > 0.95).double().mean().item() > 0.02         # the one-step interval itself is trained
+    assert 0.45 < (r == t).double().mean().item() < 0.55
+    r, t = sample_times(100, replace(config, flow_matching_only=True), torch.Generator().manual_seed(0))
+    assert torch.equal(r, t)
+
+
+def test_one_step_share_zero_keeps_the_old_pairs() -> None:
+    """Checkpoints trained before the option keep an exactly reproducible recipe."""
+    gen = torch.Generator().manual_seed(4)
+    a = torch.sigmoid(-0.4 + torch.randn(500, generator=gen))
+    b = torch.sigmoid(-0.4 + torch.randn(500, generator=gen))
+    same = torch.rand(500, generator=gen) >= 0.25
+    expected_t = torch.maximum(a, b)
+    expected_r = torch.where(same, expected_t, torch.minimum(a, b))
+    r, t = sample_times(500, MeanFlowConfig(), torch.Generator().manual_seed(4))
+    assert torch.equal(r, expected_r) and torch.equal(t, expected_t)
 
 
 def test_samplers_hold_condition_exactly_and_are_seeded() -> None:
