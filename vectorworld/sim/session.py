@@ -324,6 +324,9 @@ class Session:
         self._removed_lanes.extend(removed)
         far = self.agents.valid & (np.linalg.norm(self.agents.xy - ego_xy, axis=-1)
                                    > self.config.world.retention_m)
+        if removed:  # NPCs leave with the road under them (a retired tile's lanes reach past its centre)
+            gone = set(removed)
+            far |= np.array([bool(r) and r[0] in gone for r in map(self.routes.get, self.agents.id.tolist())])
         far |= self._at_world_edge()
         if not self.log_replay:
             far |= self._stuck()
