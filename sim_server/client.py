@@ -10,13 +10,16 @@
 Encoding: sessions are created with LANE_DELIVERY_DELTA (a reply carries only the lanes that changed since
 the previous one; the session object keeps the rest) and AGENT_LAYOUT_TABLE (agents as packed columns), the
 cheapest encodings; the Observation objects are the same as with ``lane_delivery="full"`` and
-``agent_layout="messages"``.
+``agent_layout="messages"``. ``history_delivery="delta"`` (an agent's history is sent when it comes into view,
+then only its current state; the session object keeps the histories) also gives the same observations with
+~80 % fewer bytes per reply, but on loopback it costs more CPU than the smaller reply saves (see
+tools/load_test.py --compare-history), so it is opt-in: for slow links.
 
 Retries: read-only calls (GetSession, ListSessions) are retried on UNAVAILABLE / DEADLINE_EXCEEDED with
 exponential backoff. A Step is retried with the *same* expected step index, so a retry can never apply a
 command twice: if the first attempt had in fact been applied, the server answers ABORTED and the client
-reads the session (GetSession, whose observation always carries every lane, the base of the next lane
-delta) and returns its observation when it is exactly one step further. After any other ABORTED step (the
+reads the session (GetSession, whose observation always carries every lane and whole histories, the base
+of the next deltas) and returns its observation when it is exactly one step further. After any other ABORTED step (the
 session was stepped by someone else), :meth:`RemoteSession.resync` reads the current state and stepping
 continues from there. CreateSession, CloseSession and streams are not retried (not idempotent).
 """
@@ -46,6 +49,8 @@ LANE_DELIVERY = {"full": wire.LANE_DELIVERY_FULL, "delta": wire.LANE_DELIVERY_DE
 """``create_session(lane_delivery=...)`` names -> CreateSessionRequest.lane_delivery."""
 AGENT_LAYOUT = {"messages": wire.AGENT_LAYOUT_MESSAGES, "table": wire.AGENT_LAYOUT_TABLE}
 """``create_session(agent_layout=...)`` names -> CreateSessionRequest.agent_layout."""
+HISTORY_DELIVERY = {"full": wire.HISTORY_DELIVERY_FULL, "delta": wire.HISTORY_DELIVERY_DELTA}
+"""``create_session(history_delivery=...)`` names -> CreateSessionRequest.history_delivery."""
 
 
 @dataclass(frozen=True)
@@ -89,16 +94,21 @@ class SimClient:
                        npc_policy: str = "", planner: str = "", scenario: str = "",
                        observation_radius_m: float | None = None, max_steps: int | None = None,
                        lane_delivery: str = "delta", agent_layout: str = "table",
-                       **optional: Any) -> RemoteSession:
+                       history_delivery: str = "full", **optional: Any) -> RemoteSession:
         """Create and reset a session; empty / None arguments take the server's defaults.
         ``lane_delivery``: "delta" (replies carry only the lanes that changed; the session object rebuilds
-        the complete lanes) or "full"; ``agent_layout``: "table" (packed columns) or "messages". Either way
-        the observations are the same values; the defaults are the cheapest.
+        the complete lanes) or "full"; ``agent_layout``: "table" (packed columns) or "messages";
+        ``history_delivery``: "full" or "delta" (an agent's history is sent once, then only its current
+        state; the session object rebuilds the histories; needs "table"; ~80 % smaller replies, slightly more
+        CPU). Either way the observations are the same values; the defaults are the fastest on loopback.
         ``optional``: agent_capacity, terminate_on_collision, ego_start_speed_mps."""
         if lane_delivery not in LANE_DELIVERY:
             raise ValueError(f"lane_delivery must be one of {sorted(LANE_DELIVERY)}, got {lane_delivery!r}")
         if agent_layout not in AGENT_LAYOUT:
             raise ValueError(f"agent_layout must be one of {sorted(AGENT_LAYOUT)}, got {agent_layout!r}")
+        if history_delivery not in HISTORY_DELIVERY or (history_delivery == "delta" and agent_layout != "table"):
+            raise ValueError(f"history_delivery must be one of {sorted(HISTORY_DELIVERY)} (\"delta\" only with "
+                             f"agent_layout=\"table\"), got {history_delivery!r}")
         config = session_pb2.SessionConfig(seed=seed, generator=generator, npc_policy=npc_policy,
                                            planner=planner, scenario=scenario, **optional)
         for name, value in (("target_km", target_km), ("observation_radius_m", observation_radius_m),
@@ -106,21 +116,24 @@ class SimClient:
             if value is not None:
                 setattr(config, name, value)
         request = pb.CreateSessionRequest(config=config, lane_delivery=LANE_DELIVERY[lane_delivery],
-                                          agent_layout=AGENT_LAYOUT[agent_layout])
+                                          agent_layout=AGENT_LAYOUT[agent_layout],
+                                          history_delivery=HISTORY_DELIVERY[history_delivery])
         response = self.stub.CreateSession(request, timeout=self.timeout_s, metadata=self.metadata)
-        lanes = wire.LaneDecodeCache()
+        lanes, histories = wire.LaneDecodeCache(), wire.AgentHistoryCache()
         return RemoteSession(self, response.session_id, response.step,
-                             wire.observation_from_proto(response.observation, lanes), lanes)
+                             wire.observation_from_proto(response.observation, lanes, histories), lanes, histories)
 
     def session(self, session_id: str) -> RemoteSession:
         """Attach to an existing session (reads its current state)."""
-        lanes = wire.LaneDecodeCache()
-        status = self.get_session(session_id, include_observation=True, lane_cache=lanes)
-        return RemoteSession(self, session_id, status.step, status.observation, lanes)
+        lanes, histories = wire.LaneDecodeCache(), wire.AgentHistoryCache()
+        status = self.get_session(session_id, include_observation=True, lane_cache=lanes, history_cache=histories)
+        return RemoteSession(self, session_id, status.step, status.observation, lanes, histories)
 
     def get_session(self, session_id: str, include_observation: bool = False,
-                    lane_cache: wire.LaneDecodeCache | None = None) -> SessionStatus:
-        """The session's state; its observation (complete lanes) also seeds ``lane_cache`` if given."""
+                    lane_cache: wire.LaneDecodeCache | None = None,
+                    history_cache: wire.AgentHistoryCache | None = None) -> SessionStatus:
+        """The session's state; its observation (complete lanes and histories) also seeds ``lane_cache`` and
+        ``history_cache`` if given."""
         response = self._retry(lambda: self.stub.GetSession(
             pb.GetSessionRequest(session_id=session_id, include_observation=include_observation),
             timeout=self.timeout_s, metadata=self.metadata))
@@ -130,7 +143,8 @@ class SimClient:
                              finished=info.state == pb.SESSION_STATE_FINISHED,
                              end_reason=wire.end_reason_from_proto(info.end_reason).value, km=info.km,
                              report=wire.report_from_proto(response.report),
-                             observation=wire.observation_from_proto(response.observation, lane_cache)
+                             observation=wire.observation_from_proto(response.observation, lane_cache,
+                                                                     history_cache)
                              if response.HasField("observation") else None)
 
     def list_sessions(self) -> list[pb.SessionInfo]:
@@ -175,13 +189,15 @@ class RemoteSession:
     """One served session. Tracks the step index so each Step names the step it expects."""
 
     def __init__(self, client: SimClient, session_id: str, step: int, observation: Observation | None,
-                 lane_cache: wire.LaneDecodeCache | None = None) -> None:
+                 lane_cache: wire.LaneDecodeCache | None = None,
+                 history_cache: wire.AgentHistoryCache | None = None) -> None:
         self.client = client
         self.id = session_id
         self.step_index = step
         self.observation = observation
-        # Lanes decoded for the previous observation, reused when the server sends them unchanged.
+        # Lanes and agent histories of the previous observation, the base of the server's deltas.
         self._lanes = wire.LaneDecodeCache() if lane_cache is None else lane_cache
+        self._histories = wire.AgentHistoryCache() if history_cache is None else history_cache
 
     def step(self, command: EgoCommand | None = None) -> Observation:
         """Advance 0.1 s; ``None`` lets the server's built-in planner drive. Returns the new observation."""
@@ -198,7 +214,7 @@ class RemoteSession:
                 if code == grpc.StatusCode.ABORTED and attempt > 0:
                     # A previous attempt may have been applied: adopt the state if it is one step on (its
                     # lanes are complete, and they are the base of the next reply's lane delta).
-                    status = self.client.get_session(self.id, include_observation=True, lane_cache=self._lanes)
+                    status = self._read_complete()
                     if status.step == expected + 1 and status.observation is not None:
                         self.step_index, self.observation = status.step, status.observation
                         return status.observation
@@ -255,23 +271,32 @@ class RemoteSession:
     def resync(self) -> Observation:
         """Re-read the session's current step and complete observation (after a lost reply or an ABORTED
         step, e.g. another client stepped the session); later steps continue from there."""
-        status = self.client.get_session(self.id, include_observation=True, lane_cache=self._lanes)
+        status = self._read_complete()
         if status.observation is None:  # pragma: no cover - the server always sends it when asked
             raise RuntimeError(f"session {self.id}: GetSession returned no observation")
         self.step_index, self.observation = status.step, status.observation
         return status.observation
 
+    def _read_complete(self) -> SessionStatus:
+        """GetSession with the current observation, which also becomes the base of the next deltas."""
+        return self.client.get_session(self.id, include_observation=True, lane_cache=self._lanes,
+                                       history_cache=self._histories)
+
     def _advance(self, step: int, message: Any) -> Observation:
-        if message.lane_delivery == wire.LANE_DELIVERY_DELTA and not self._lanes.holds(message.lane_base_step):
-            # A lane delta on an observation this object never decoded (it cannot happen while this object
-            # is the session's only driver): read the complete observation of that step instead.
-            status = self.client.get_session(self.id, include_observation=True, lane_cache=self._lanes)
+        lane_base = message.lane_delivery != wire.LANE_DELIVERY_DELTA or self._lanes.holds(message.lane_base_step)
+        history_base = message.history_delivery != wire.HISTORY_DELIVERY_DELTA \
+            or self._histories.holds(message.history_base_step)
+        if not (lane_base and history_base):
+            # A delta on an observation this object never decoded (it cannot happen while this object is the
+            # session's only driver): read the complete observation of that step instead.
+            status = self._read_complete()
             if status.step != step or status.observation is None:
-                raise DataFormatError(f"session {self.id}: reply {step} carries lanes as a delta on step "
-                                      f"{message.lane_base_step}, which this client does not hold, and the "
-                                      f"session has moved on to step {status.step}; call resync()")
+                base = message.history_base_step if lane_base else message.lane_base_step
+                raise DataFormatError(f"session {self.id}: reply {step} carries lanes or agent histories as a "
+                                      f"delta on step {base}, which this client does not hold, and the session "
+                                      f"has moved on to step {status.step}; call resync()")
             self.step_index, self.observation = step, status.observation
             return self.observation
         self.step_index = step
-        self.observation = wire.observation_from_proto(message, self._lanes)
+        self.observation = wire.observation_from_proto(message, self._lanes, self._histories)
         return self.observation

@@ -21,9 +21,10 @@ ABORTED (not FAILED_PRECONDITION) for a step mismatch because it is a concurrenc
 should re-read the session (GetSession) and continue from its current step, as gRPC recommends for
 read-modify-write conflicts.
 
-Observation encodings (CreateSessionRequest.lane_delivery / agent_layout) are per session: a
-LANE_DELIVERY_DELTA session's lane encoder lives in its ManagedSession and is fed the session's observations
-in step order under its lock (CreateSession, Step, StreamSession); GetSession always answers complete lanes.
+Observation encodings (CreateSessionRequest.lane_delivery / agent_layout / history_delivery) are per
+session: a LANE_DELIVERY_DELTA session's lane encoder and a HISTORY_DELIVERY_DELTA session's history encoder
+live in its ManagedSession and are fed the session's observations in step order under its lock
+(CreateSession, Step, StreamSession); GetSession always answers complete lanes and histories.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             config = self._confine_scenario(config)
             delta = _lane_delta(request.lane_delivery)
             table = _agent_table(request.agent_layout)
+            history_delta = _history_delta(request.history_delivery, table)
             managed, obs = self.manager.create(config)
             self.metrics.sessions_created.inc()
             response = pb.CreateSessionResponse(session_id=managed.id, step=obs.step,
@@ -117,7 +119,9 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             with self.manager.locked(managed.id):  # the first observation: complete, the lane deltas' base
                 managed.lane_delta = wire.LaneDeltaEncoder() if delta else None
                 managed.agent_table = table
-                wire.observation_to_proto(obs, response.observation, managed.lane_memo, managed.lane_delta, table)
+                managed.history_delta = wire.HistoryDeltaEncoder() if history_delta else None
+                wire.observation_to_proto(obs, response.observation, managed.lane_memo, managed.lane_delta, table,
+                                          managed.history_delta)
             return response
 
         return self._call("CreateSession", context, run)
@@ -157,7 +161,7 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             self._info(managed, response.info)
             response.step, response.sim_time_us = response.info.step, response.info.sim_time_us
             response.report.CopyFrom(wire.report_to_proto(report))
-            if obs is not None:  # complete lanes (never a delta), in the session's agent layout
+            if obs is not None:  # complete lanes and histories (never a delta), in the session's agent layout
                 wire.observation_to_proto(obs, response.observation, managed.lane_memo,
                                           agent_table=managed.agent_table)
             return response
@@ -232,7 +236,8 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
 
         def deliver(held: ManagedSession, obs: Observation) -> None:  # under the session lock, in step order
             response.session_id, response.step, response.sim_time_us = session_id, obs.step, obs.sim_time_us
-            wire.observation_to_proto(obs, response.observation, held.lane_memo, held.lane_delta, held.agent_table)
+            wire.observation_to_proto(obs, response.observation, held.lane_memo, held.lane_delta, held.agent_table,
+                                      held.history_delta)
 
         try:
             self.manager.step(session_id, command, expected_step, deliver)
@@ -255,6 +260,8 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
         out.age_s, out.idle_s = max(now - managed.created_s, 0.0), max(now - managed.last_used_s, 0.0)
         out.lane_delivery = FULL if managed.lane_delta is None else DELTA
         out.agent_layout = world_pb2.AGENT_LAYOUT_TABLE if managed.agent_table else world_pb2.AGENT_LAYOUT_MESSAGES
+        out.history_delivery = world_pb2.HISTORY_DELIVERY_FULL if managed.history_delta is None \
+            else world_pb2.HISTORY_DELIVERY_DELTA
 
     def _call(self, method: str, context: grpc.ServicerContext, run: Callable[[], T]) -> T:
         """Run one RPC body; map exceptions to status codes and count the outcome."""
@@ -289,6 +296,19 @@ def _agent_table(value: int) -> bool:
         raise ConfigError(f"agent_layout = {value} is not an AgentLayout value (0 UNSPECIFIED = MESSAGES, "
                           f"1 MESSAGES, 2 TABLE)")
     return value == world_pb2.AGENT_LAYOUT_TABLE
+
+
+def _history_delta(value: int, agent_table: bool) -> bool:
+    """Whether CreateSessionRequest.history_delivery asks for deltas; ConfigError for a value outside the enum
+    or DELTA without AGENT_LAYOUT_TABLE."""
+    if value not in (world_pb2.HISTORY_DELIVERY_UNSPECIFIED, world_pb2.HISTORY_DELIVERY_FULL,
+                     world_pb2.HISTORY_DELIVERY_DELTA):
+        raise ConfigError(f"history_delivery = {value} is not a HistoryDelivery value (0 UNSPECIFIED = FULL, "
+                          f"1 FULL, 2 DELTA)")
+    if value == world_pb2.HISTORY_DELIVERY_DELTA and not agent_table:
+        raise ConfigError("history_delivery = DELTA needs agent_layout = AGENT_LAYOUT_TABLE (agent messages "
+                          "always carry whole histories)")
+    return value == world_pb2.HISTORY_DELIVERY_DELTA
 
 
 def _require_id(session_id: str) -> None:

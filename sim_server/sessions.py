@@ -23,7 +23,7 @@ from vectorworld.errors import VectorWorldError
 from vectorworld.sim.commands import EgoCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session, SessionConfig
-from vectorworld.sim.wire import LaneDeltaEncoder, LaneEncodeMemo
+from vectorworld.sim.wire import HistoryDeltaEncoder, LaneDeltaEncoder, LaneEncodeMemo
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ class ManagedSession:
     """LANE_DELIVERY_DELTA sessions: the lanes of the last observation sent (used under ``lock`` only)."""
     agent_table: bool = False
     """AGENT_LAYOUT_TABLE sessions: observations carry their agents as one AgentTable."""
+    history_delta: HistoryDeltaEncoder | None = field(default=None, repr=False)
+    """HISTORY_DELIVERY_DELTA sessions: the agent histories of the last observation sent (under ``lock``)."""
 
 
 SessionFactory = Callable[[SessionConfig], Session]

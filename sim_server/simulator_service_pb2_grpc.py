@@ -71,8 +71,9 @@ class SimulatorServiceServicer:
 
     def CreateSession(self, request, context):
         """Create a session and reset it (generates the first tile, places the ego).
-        INVALID_ARGUMENT: a config field, lane_delivery or agent_layout is invalid (the message names it),
-        including a scenario outside the server's scenario directory or one that cannot be read.
+        INVALID_ARGUMENT: a config field, lane_delivery, agent_layout or history_delivery is invalid (the
+        message names it), including a scenario outside the server's scenario directory or one
+        that cannot be read.
         RESOURCE_EXHAUSTED: the server's session cap is reached.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -105,8 +106,9 @@ class SimulatorServiceServicer:
 
     def GetSession(self, request, context):
         """Read a session's state (and optionally its current observation). Safe to retry. The observation
-        always carries every lane in view, also in LANE_DELIVERY_DELTA sessions (it is how a client that lost
-        a reply resynchronises); reading it does not change what the next Step's lane delta is relative to.
+        always carries every lane in view and every agent's whole history, also in LANE_DELIVERY_DELTA and
+        HISTORY_DELIVERY_DELTA sessions (it is how a client that lost a reply resynchronises); reading it does
+        not change what the next Step's lane and history deltas are relative to.
         NOT_FOUND: unknown session.
         INVALID_ARGUMENT: empty session_id.
         """

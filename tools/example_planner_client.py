@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generator", default="", help="tile generator (default: the server's)")
     parser.add_argument("--stream", action="store_true", help="use StreamSession instead of Step")
     parser.add_argument("--plain-encoding", action="store_true",
-                        help="full lanes and one Agent message per agent in every observation")
+                        help="full lanes and one Agent message per agent, with its whole history, in every "
+                             "observation")
     args = parser.parse_args(argv)
     server = None
     target = args.target
@@ -123,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         import tests.straight_world  # noqa: F401 - registers the test generator (in-process server)
     try:
         with SimClient(target, token=args.token) as client:
-            encoding = {"lane_delivery": "full", "agent_layout": "messages"} if args.plain_encoding else {}
+            encoding = {"lane_delivery": "full", "agent_layout": "messages", "history_delivery": "full"} \
+                if args.plain_encoding else {}
             session = client.create_session(seed=args.seed, target_km=args.km, generator=args.generator,
                                             max_steps=int(args.km * 1000 / 1.0 / 0.1), **encoding)
             obs = drive(session, args.stream)

@@ -5,6 +5,7 @@ Usage::
     python tools/load_test.py                        # 300-step overhead runs, 32 x 500 load, 1,000 churned
     python tools/load_test.py --sessions 8 --steps 100 --churn 100 --generator test-straight
     python tools/load_test.py --compare --rounds 3 --skip-load    # plain vs compact encoding, interleaved
+    python tools/load_test.py --compare-history --rounds 3 --skip-load   # compact, full vs delta histories
 
 The server runs in a child process (this script with ``--serve``), so client and server do not share a
 GIL. The child records, for every step, the engine time (``SessionManager.on_step``: ``Session.step``
@@ -14,9 +15,11 @@ observation encode), and answers ``engine`` / ``stats`` / ``quit`` lines on its 
 Phases:
 
 1. overhead: one session over StreamSession (lock-step, one request per step), then one over unary Step,
-   per observation encoding (``--lanes`` delta/full, ``--agents`` table/messages; by default delta lanes and an
-   agent table, as the Python client; ``--compare`` alternates them with the plain encoding, full lanes and
-   agent messages, over ``--rounds`` rounds so both see the same machine load). Per step: the
+   per observation encoding (``--lanes`` delta/full, ``--agents`` table/messages, ``--history`` full/delta; by
+   default delta lanes, an agent table and full histories, as the Python client; ``--compare`` alternates
+   them with the plain encoding, full lanes, agent messages and full histories, ``--compare-history`` runs
+   the chosen lanes and agents with full and with delta histories; over ``--rounds`` rounds so all see the
+   same machine load). Per step: the
    client-observed latency (command handed to the client -> typed Observation back), the engine time of
    that same step on the server, and their difference: what the service adds (command encode/decode,
    observation encode, transport, client decode). p50/p99 of each, first steps skipped.
@@ -24,7 +27,9 @@ Phases:
    (same thread pool and options, same client pattern) whose handler spins, holding the GIL, for the
    round's p50 engine time and answers ``--floor-bytes`` opaque bytes. Its overhead (latency - spin) is
    what gRPC and the machine cost with no protobuf, no session and no engine; "above floor" = a stream
-   run's overhead p50 - the floor's p50 (encode, decode and session bookkeeping).
+   run's overhead p50 - the floor's p50 (encode, decode and session bookkeeping). Last, per encoding, the
+   serialized size of the Step replies of one more session (``reply_bytes_p50`` / ``_mean``; same seed
+   and steps as the timed sessions, built-in planner), outside the timed runs.
 2. load: N concurrent sessions x M steps (StreamSession, or Step with ``--load-rpc unary``), one client
    thread each: steps/s, client latency, engine time and paired overhead p50/p99; no errors and no live
    session afterwards (leak check).
@@ -87,14 +92,15 @@ def load_average() -> float | None:
         return None
 
 
-Encoding = tuple[str, str]
-"""(lane delivery, agent layout) as SimClient.create_session names them: ("delta", "table") etc."""
-PLAIN: Encoding = ("full", "messages")
-"""The encoding of a client that sets neither option (the server defaults)."""
+Encoding = tuple[str, str, str]
+"""(lane delivery, agent layout, history delivery) as SimClient.create_session names them: ("delta", "table",
+"delta") etc."""
+PLAIN: Encoding = ("full", "messages", "full")
+"""The encoding of a client that sets none of the options (the server defaults)."""
 
 
 def encoding_options(encoding: Encoding) -> dict[str, str]:
-    return {"lane_delivery": encoding[0], "agent_layout": encoding[1]}
+    return {"lane_delivery": encoding[0], "agent_layout": encoding[1], "history_delivery": encoding[2]}
 
 
 def _uptime() -> str:
@@ -347,14 +353,33 @@ def overhead_run(server: ServerProcess, config: SessionConfig, steps: int, rpc: 
     return {session.id: rows[min(WARMUP_STEPS, len(rows) // 2):]}, server.step_times(), len(rows) < steps
 
 
+def reply_sizes(server: ServerProcess, config: SessionConfig, steps: int, encoding: Encoding) -> dict[str, float]:
+    """Serialized StepResponse sizes (bytes) of one session stepped ``steps`` times with the built-in planner
+    (warm-up left out): p50, mean and max."""
+    from vectorworld.v1 import simulator_service_pb2 as pb
+
+    sizes = []
+    with SimClient(server.target, timeout_s=120.0) as client:
+        session = client.create_session(seed=config.seed, target_km=config.target_km, max_steps=config.max_steps,
+                                        terminate_on_collision=False, **encoding_options(encoding))
+        for k in range(steps):
+            request = pb.StepRequest(session_id=session.id, expected_step=k)
+            request.command.builtin_planner.SetInParent()
+            sizes.append(client.stub.Step(request, timeout=client.timeout_s).ByteSize())
+        session.close()
+    kept = np.asarray(sizes[min(WARMUP_STEPS, len(sizes) // 2):], np.float64)
+    return {"reply_bytes_p50": float(np.median(kept)), "reply_bytes_mean": float(kept.mean()),
+            "reply_bytes_max": float(kept.max())}
+
+
 def overhead(server: ServerProcess, config: SessionConfig, steps: int, modes: tuple[Encoding, ...], rounds: int,
              time_limit_s: float, floor_bytes: int = 24_000) -> dict[str, dict[str, Any]]:
     """Per-step latency vs. the engine's own time, for each RPC ("stream", "unary") and observation encoding
     in ``modes``: ``rounds`` sessions each, interleaved (round r runs the modes in reverse order when r is odd)
     so that the modes see the same machine load; the steps of a key's rounds are pooled. Keys: the RPC
-    alone for one mode, else "RPC/LANES+AGENTS"; "floor" (``floor_bytes`` > 0): the bare stream, one run
-    per round after its stream runs, spinning for their p50 engine time; stream keys then also hold
-    ``above_floor_ms_p50``."""
+    alone for one mode, else "RPC/LANES+AGENTS+HISTORY"; "floor" (``floor_bytes`` > 0): the bare stream, one
+    run per round after its stream runs, spinning for their p50 engine time; stream keys then also hold
+    ``above_floor_ms_p50``. Every key of a mode also holds its :func:`reply_sizes`."""
     pooled: dict[str, tuple[dict[str, StepLatencies], dict[tuple[str, int], tuple[float, ...]], list[Any]]] = {}
     floor: list[tuple[float, float, float, float]] = []
     floor_loads: list[Any] = []
@@ -375,9 +400,10 @@ def overhead(server: ServerProcess, config: SessionConfig, steps: int, modes: tu
                                    time.perf_counter() + time_limit_s)
                 floor_loads.append(load_average())
     out = {}
+    sizes = {mode: reply_sizes(server, config, min(steps, 200), mode) for mode in modes}
     for key, (latencies, times, (rpc, mode, timed_out, loads)) in pooled.items():
         out[key] = summarise(latencies, times) | {"rpc": rpc, **encoding_options(mode), "rounds": rounds,
-                                                  "timed_out": timed_out, "load_average": max(loads)}
+                                                  "timed_out": timed_out, "load_average": max(loads)} | sizes[mode]
     if floor:
         sent, start, end, received = (np.asarray(col, np.float64) * 1e3 for col in zip(*floor, strict=True))
         columns = {"client": received - sent, "overhead": received - sent - (end - start), "request": start - sent,
@@ -393,7 +419,7 @@ def overhead(server: ServerProcess, config: SessionConfig, steps: int, modes: tu
 
 
 def load(server: ServerProcess, config: SessionConfig, sessions: int, steps: int, rpc: str,
-         time_limit_s: float, encoding: Encoding = ("delta", "table")) -> dict[str, Any]:
+         time_limit_s: float, encoding: Encoding = ("delta", "table", "full")) -> dict[str, Any]:
     """N concurrent sessions x M steps; every step's client latency paired with its engine time."""
     latencies: dict[str, StepLatencies] = {}
     errors: list[str] = []
@@ -480,13 +506,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-rpc", choices=("stream", "unary"), default="stream")
     parser.add_argument("--lanes", choices=("delta", "full"), default="delta", help="lane delivery")
     parser.add_argument("--agents", choices=("table", "messages"), default="table", help="agent layout")
+    parser.add_argument("--history", choices=("full", "delta"), default="full",
+                        help="agent history delivery (delta needs --agents table)")
     parser.add_argument("--compare", action="store_true",
-                        help="overhead runs also with full lanes + agent messages (the plain encoding), interleaved")
+                        help="overhead runs also with full lanes + agent messages + full histories (the plain "
+                             "encoding), interleaved")
+    parser.add_argument("--compare-history", action="store_true",
+                        help="overhead runs with full and with delta histories (the chosen lanes and agents), "
+                             "interleaved")
     parser.add_argument("--rounds", type=int, default=1, help="overhead sessions per RPC and encoding")
     parser.add_argument("--skip-load", action="store_true", help="overhead phase only (no load, no churn)")
     parser.add_argument("--floor-bytes", type=int, default=24_000,
-                        help="reply size of the bare-gRPC floor run (a procedural observation, delta lanes + agent "
-                             "table, is ~23 KB); 0: no floor run")
+                        help="reply size of the bare-gRPC floor run (a procedural observation with delta lanes + "
+                             "agent table is ~22 KB with full histories, ~7 KB with delta histories); 0: no floor run")
     parser.add_argument("--time-limit-s", type=float, default=600.0, help="per phase; workers stop after it")
     parser.add_argument("--generator", default="procedural")
     parser.add_argument("--npc", default="idm")
@@ -495,17 +527,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.serve:
         return serve_child(args)
+    if (args.history == "delta" or args.compare_history) and args.agents != "table":
+        parser.error("delta histories (--history delta, --compare-history) need --agents table")
+    chosen: Encoding = (args.lanes, args.agents, args.history)
+    candidates = [PLAIN] if args.compare else []
+    candidates += [(args.lanes, args.agents, "full"), (args.lanes, args.agents, "delta")] if args.compare_history \
+        else []
+    modes = tuple(dict.fromkeys([*candidates, chosen]))
     config = session_config(args)
     server = ServerProcess(args)
     try:
         figures: dict[str, Any] = {"config": {"generator": config.generator, "npc_policy": config.npc_policy}}
-        chosen: Encoding = (args.lanes, args.agents)
-        modes = (PLAIN, chosen) if args.compare and chosen != PLAIN else (chosen,)
         figures["overhead"] = overhead(server, config, args.overhead_steps, modes, max(args.rounds, 1),
                                        args.time_limit_s, args.floor_bytes)
         if not args.skip_load:
             figures["load"] = load(server, config, args.sessions, args.steps, args.load_rpc, args.time_limit_s,
-                                   modes[-1])
+                                   chosen)
             figures["churn"] = churn(server, config, args.churn)
     finally:
         server.close()
@@ -534,12 +571,13 @@ def _print(f: dict[str, Any]) -> None:
             continue
         above = f"; above floor {d['above_floor_ms_p50']:.2f} ms p50" if "above_floor_ms_p50" in d else ""
         print(row(f"overhead, {d['rounds']} x 1 session, {d['rpc']}, {d['lane_delivery']} lanes, "
-                  f"{d['agent_layout']} agents", d) + above)
+                  f"{d['agent_layout']} agents, {d['history_delivery']} histories", d) + above
+              + f"; replies {d['reply_bytes_p50'] / 1e3:.1f} KB p50")
     if "load" not in f:
         return
     lo, c = f["load"], f["churn"]
     print(row(f"load {lo['sessions']} x {lo['steps_per_session']} ({lo['rpc']}, {lo['lane_delivery']} lanes, "
-              f"{lo['agent_layout']} agents), "
+              f"{lo['agent_layout']} agents, {lo['history_delivery']} histories), "
               f"{lo['steps_per_s']:.0f} steps/s",
               lo) + f"; {len(lo['errors'])} errors, {lo['live_sessions_after']} sessions left")
     print(f"churn ({c['sessions']} sessions created and closed, {c['sessions_per_s']:.0f}/s): server RSS "

@@ -62,7 +62,27 @@ def test_load_test_compares_encodings(tmp_path: Path) -> None:
     figures = json.loads(out.read_text())
     assert "load" not in figures and "floor" not in figures["overhead"]  # --floor-bytes 0: no floor run
     for rpc in ("stream", "unary"):
-        plain, compact = figures["overhead"][f"{rpc}/full+messages"], figures["overhead"][f"{rpc}/delta+table"]
-        assert (plain["lane_delivery"], plain["agent_layout"]) == ("full", "messages")
-        assert (compact["lane_delivery"], compact["agent_layout"]) == ("delta", "table")
+        plain = figures["overhead"][f"{rpc}/full+messages+full"]
+        compact = figures["overhead"][f"{rpc}/delta+table+full"]
+        assert (plain["lane_delivery"], plain["agent_layout"], plain["history_delivery"]) == \
+            ("full", "messages", "full")
+        assert (compact["lane_delivery"], compact["agent_layout"], compact["history_delivery"]) == \
+            ("delta", "table", "full")
         assert plain["paired"] == compact["paired"] == 2
+        assert 0 < compact["reply_bytes_p50"] < plain["reply_bytes_p50"]
+
+
+def test_load_test_compares_history_delivery(tmp_path: Path) -> None:
+    tool = _tool("load_test")
+    out = tmp_path / "history.json"
+    assert tool.main(["--compare-history", "--skip-load", "--overhead-steps", "14", "--generator", "test-straight",
+                      "--floor-bytes", "0", "--out", str(out)]) == 0
+    import json
+
+    figures = json.loads(out.read_text())["overhead"]
+    assert set(figures) == {f"{rpc}/delta+table+{h}" for rpc in ("stream", "unary") for h in ("full", "delta")}
+    full, delta = figures["stream/delta+table+full"], figures["stream/delta+table+delta"]
+    assert full["history_delivery"] == "full" and delta["history_delivery"] == "delta"
+    assert full["paired"] == delta["paired"] == 7  # 14 steps, the first 7 left out (warm-up)
+    # the same episode; the ego (in view at every step) alone sends 10 history entries (4 doubles each) less
+    assert delta["reply_bytes_mean"] <= full["reply_bytes_mean"] - 10 * 32

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from vectorworld.errors import CommandError, ConfigError, DataFormatError
+from vectorworld.scene import Agents
 from vectorworld.sim.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
@@ -35,6 +36,7 @@ from vectorworld.sim.wire_format import (
 from vectorworld.sim.wire_format import (
     polyline_to_proto as polyline_to_proto,  # re-exported: part of this module's API
 )
+from vectorworld.sim.wire_history import AgentHistoryCache, HistoryDeltaEncoder
 from vectorworld.sim.wire_lanes import LaneDecodeCache, LaneDeltaEncoder, LaneEncodeMemo, lanes_to_wire
 from vectorworld.sim.wire_table import agent_table_to_wire, agents_from_table
 from vectorworld.v1 import session_pb2, world_pb2
@@ -55,6 +57,8 @@ LANE_DELIVERY_FULL, LANE_DELIVERY_DELTA = world_pb2.LANE_DELIVERY_FULL, world_pb
 """How a session's observations carry lanes (CreateSessionRequest.lane_delivery, Observation.lane_delivery)."""
 AGENT_LAYOUT_MESSAGES, AGENT_LAYOUT_TABLE = world_pb2.AGENT_LAYOUT_MESSAGES, world_pb2.AGENT_LAYOUT_TABLE
 """How a session's observations carry agents (CreateSessionRequest.agent_layout)."""
+HISTORY_DELIVERY_FULL, HISTORY_DELIVERY_DELTA = world_pb2.HISTORY_DELIVERY_FULL, world_pb2.HISTORY_DELIVERY_DELTA
+"""How a session's observations carry agent histories (CreateSessionRequest.history_delivery, needs TABLE)."""
 _AGENT_TABLE_FIELD = world_pb2.Observation.DESCRIPTOR.fields_by_name["agent_table"].number
 _ROUTE_POLYLINE_FIELD = world_pb2.Observation.DESCRIPTOR.fields_by_name["route_polyline"].number
 
@@ -128,16 +132,30 @@ def _json_scalar(value: Any) -> Any:
 # --------------------------------------------------------------------------- observation and frame
 def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = None,
                          lane_memo: LaneEncodeMemo | None = None, lane_delta: LaneDeltaEncoder | None = None,
-                         agent_table: bool = False) -> world_pb2.Observation:
+                         agent_table: bool = False, history_delta: HistoryDeltaEncoder | None = None
+                         ) -> world_pb2.Observation:
     """The observation as a message. Lanes: with ``lane_delta`` (one per LANE_DELIVERY_DELTA session, called
     in step order) only those changed since its previous observation, else all of them (``lane_memo``, one
     per session, reuses the previous step's encoded lanes; ``lane_delivery`` is then left unset). Agents:
-    ``agent_table`` (AGENT_LAYOUT_TABLE) as one AgentTable, else one Agent message each."""
+    ``agent_table`` (AGENT_LAYOUT_TABLE) as one AgentTable, else one Agent message each. Histories: with
+    ``history_delta`` (one per HISTORY_DELIVERY_DELTA session, called in step order; needs ``agent_table``,
+    ConfigError without) only those the client cannot rebuild from its previous observation, else all."""
     msg = world_pb2.Observation() if out is None else out
     msg.step, msg.sim_time_us, msg.ego_index = int(obs.step), int(obs.sim_time_us), int(obs.ego_slot)
+    if history_delta is not None and not agent_table:
+        raise ConfigError("history deltas (HISTORY_DELIVERY_DELTA) need the agent table (AGENT_LAYOUT_TABLE)")
     if agent_table:
         valid = obs.agents.valid
-        agents = agent_table_to_wire(obs.agents, None if valid.all() else np.flatnonzero(valid), _AGENT_TABLE_FIELD)
+        slots = None if valid.all() else np.flatnonzero(valid)
+        sent = None
+        if history_delta is not None:
+            rows = obs.agents if slots is None else Agents(**{f.name: getattr(obs.agents, f.name)[slots]
+                                                              for f in dataclasses.fields(Agents)})
+            delta = history_delta.encode(rows, int(obs.step))
+            msg.history_delivery, sent = delta.delivery, delta.sent
+            if sent is not None:
+                msg.history_base_step = delta.base_step
+        agents = agent_table_to_wire(obs.agents, slots, _AGENT_TABLE_FIELD, sent)
     else:
         agents = agents_to_wire(obs.agents, np.flatnonzero(obs.agents.valid), 3)
     if lane_delta is not None:
@@ -152,11 +170,12 @@ def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = N
     return msg
 
 
-def observation_from_proto(msg: world_pb2.Observation, lane_cache: LaneDecodeCache | None = None
-                           ) -> Observation:
+def observation_from_proto(msg: world_pb2.Observation, lane_cache: LaneDecodeCache | None = None,
+                           history_cache: AgentHistoryCache | None = None) -> Observation:
     """The Observation. ``lane_cache`` (one per session, fed every observation in step order) reuses lanes
     decoded earlier and is required for LANE_DELIVERY_DELTA observations (DataFormatError without it, or
-    when it does not hold the delta's base: see :meth:`LaneDecodeCache.observation_lanes`)."""
+    when it does not hold the delta's base: see :meth:`LaneDecodeCache.observation_lanes`); likewise
+    ``history_cache`` for HISTORY_DELIVERY_DELTA observations (:meth:`AgentHistoryCache.observation_agents`)."""
     if lane_cache is not None:
         lanes = lane_cache.observation_lanes(msg)
     elif msg.lane_delivery == world_pb2.LANE_DELIVERY_DELTA:
@@ -164,7 +183,13 @@ def observation_from_proto(msg: world_pb2.Observation, lane_cache: LaneDecodeCac
                               f"LaneDecodeCache")
     else:
         lanes = tuple(lane_from_proto(lane) for lane in msg.lanes)
-    agents = agents_from_table(msg.agent_table) if msg.HasField("agent_table") else agents_from_proto(msg.agents)
+    if history_cache is not None:
+        agents = history_cache.observation_agents(msg)
+    elif msg.history_delivery == world_pb2.HISTORY_DELIVERY_DELTA:
+        raise DataFormatError(f"observation {msg.step} carries agent histories as a delta: decode it with the "
+                              f"session's AgentHistoryCache")
+    else:
+        agents = agents_from_table(msg.agent_table) if msg.HasField("agent_table") else agents_from_proto(msg.agents)
     return Observation(step=msg.step, sim_time_us=msg.sim_time_us, agents=agents,
                        ego_slot=msg.ego_index, lanes=lanes, route_lane_ids=tuple(msg.route_lane_ids),
                        route_polyline=polyline_from_proto(msg.route_polyline, "route_polyline"),

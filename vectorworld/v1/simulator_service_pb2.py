@@ -26,41 +26,41 @@ from vectorworld.v1 import session_pb2 as vectorworld_dot_v1_dot_session__pb2
 from vectorworld.v1 import world_pb2 as vectorworld_dot_v1_dot_world__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&vectorworld/v1/simulator_service.proto\x12\x0evectorworld.v1\x1a\x1cvectorworld/v1/session.proto\x1a\x1avectorworld/v1/world.proto\"\xe2\x02\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12+\n\x05state\x18\x04 \x01(\x0e\x32\x1c.vectorworld.v1.SessionState\x12-\n\nend_reason\x18\x05 \x01(\x0e\x32\x19.vectorworld.v1.EndReason\x12\n\n\x02km\x18\x06 \x01(\x01\x12-\n\x06\x63onfig\x18\x07 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\x12\r\n\x05\x61ge_s\x18\x08 \x01(\x01\x12\x0e\n\x06idle_s\x18\t \x01(\x01\x12\x33\n\rlane_delivery\x18\n \x01(\x0e\x32\x1c.vectorworld.v1.LaneDelivery\x12\x31\n\x0c\x61gent_layout\x18\x0b \x01(\x0e\x32\x1b.vectorworld.v1.AgentLayout\"\xad\x01\n\x14\x43reateSessionRequest\x12-\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\x12\x33\n\rlane_delivery\x18\x02 \x01(\x0e\x32\x1c.vectorworld.v1.LaneDelivery\x12\x31\n\x0c\x61gent_layout\x18\x03 \x01(\x0e\x32\x1b.vectorworld.v1.AgentLayout\"\xaf\x01\n\x15\x43reateSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\x12-\n\x06\x63onfig\x18\x05 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\"e\n\x0bStepRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rexpected_step\x18\x02 \x01(\x03\x12+\n\x07\x63ommand\x18\x03 \x01(\x0b\x32\x1a.vectorworld.v1.EgoCommand\"w\n\x0cStepResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\"n\n\x14StreamSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rexpected_step\x18\x02 \x01(\x03\x12+\n\x07\x63ommand\x18\x03 \x01(\x0b\x32\x1a.vectorworld.v1.EgoCommand\"\x80\x01\n\x15StreamSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\"D\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1b\n\x13include_observation\x18\x02 \x01(\x08\"\xd7\x01\n\x12GetSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12)\n\x04info\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.SessionInfo\x12\x30\n\x0bobservation\x18\x05 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\x12-\n\x06report\x18\x06 \x01(\x0b\x32\x1d.vectorworld.v1.EpisodeReport\"<\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"^\n\x14ListSessionsResponse\x12-\n\x08sessions\x18\x01 \x03(\x0b\x32\x1b.vectorworld.v1.SessionInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"|\n\x14\x43loseSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12-\n\x06report\x18\x04 \x01(\x0b\x32\x1d.vectorworld.v1.EpisodeReport*d\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x01\x12\x1a\n\x16SESSION_STATE_FINISHED\x10\x02\x32\xa0\x04\n\x10SimulatorService\x12\\\n\rCreateSession\x12$.vectorworld.v1.CreateSessionRequest\x1a%.vectorworld.v1.CreateSessionResponse\x12\x41\n\x04Step\x12\x1b.vectorworld.v1.StepRequest\x1a\x1c.vectorworld.v1.StepResponse\x12`\n\rStreamSession\x12$.vectorworld.v1.StreamSessionRequest\x1a%.vectorworld.v1.StreamSessionResponse(\x01\x30\x01\x12S\n\nGetSession\x12!.vectorworld.v1.GetSessionRequest\x1a\".vectorworld.v1.GetSessionResponse\x12Y\n\x0cListSessions\x12#.vectorworld.v1.ListSessionsRequest\x1a$.vectorworld.v1.ListSessionsResponse\x12Y\n\x0c\x43loseSession\x12#.vectorworld.v1.CloseSessionRequest\x1a$.vectorworld.v1.CloseSessionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&vectorworld/v1/simulator_service.proto\x12\x0evectorworld.v1\x1a\x1cvectorworld/v1/session.proto\x1a\x1avectorworld/v1/world.proto\"\x9d\x03\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12+\n\x05state\x18\x04 \x01(\x0e\x32\x1c.vectorworld.v1.SessionState\x12-\n\nend_reason\x18\x05 \x01(\x0e\x32\x19.vectorworld.v1.EndReason\x12\n\n\x02km\x18\x06 \x01(\x01\x12-\n\x06\x63onfig\x18\x07 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\x12\r\n\x05\x61ge_s\x18\x08 \x01(\x01\x12\x0e\n\x06idle_s\x18\t \x01(\x01\x12\x33\n\rlane_delivery\x18\n \x01(\x0e\x32\x1c.vectorworld.v1.LaneDelivery\x12\x31\n\x0c\x61gent_layout\x18\x0b \x01(\x0e\x32\x1b.vectorworld.v1.AgentLayout\x12\x39\n\x10history_delivery\x18\x0c \x01(\x0e\x32\x1f.vectorworld.v1.HistoryDelivery\"\xe8\x01\n\x14\x43reateSessionRequest\x12-\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\x12\x33\n\rlane_delivery\x18\x02 \x01(\x0e\x32\x1c.vectorworld.v1.LaneDelivery\x12\x31\n\x0c\x61gent_layout\x18\x03 \x01(\x0e\x32\x1b.vectorworld.v1.AgentLayout\x12\x39\n\x10history_delivery\x18\x04 \x01(\x0e\x32\x1f.vectorworld.v1.HistoryDelivery\"\xaf\x01\n\x15\x43reateSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\x12-\n\x06\x63onfig\x18\x05 \x01(\x0b\x32\x1d.vectorworld.v1.SessionConfig\"e\n\x0bStepRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rexpected_step\x18\x02 \x01(\x03\x12+\n\x07\x63ommand\x18\x03 \x01(\x0b\x32\x1a.vectorworld.v1.EgoCommand\"w\n\x0cStepResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\"n\n\x14StreamSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rexpected_step\x18\x02 \x01(\x03\x12+\n\x07\x63ommand\x18\x03 \x01(\x0b\x32\x1a.vectorworld.v1.EgoCommand\"\x80\x01\n\x15StreamSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12\x30\n\x0bobservation\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\"D\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1b\n\x13include_observation\x18\x02 \x01(\x08\"\xd7\x01\n\x12GetSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12)\n\x04info\x18\x04 \x01(\x0b\x32\x1b.vectorworld.v1.SessionInfo\x12\x30\n\x0bobservation\x18\x05 \x01(\x0b\x32\x1b.vectorworld.v1.Observation\x12-\n\x06report\x18\x06 \x01(\x0b\x32\x1d.vectorworld.v1.EpisodeReport\"<\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"^\n\x14ListSessionsResponse\x12-\n\x08sessions\x18\x01 \x03(\x0b\x32\x1b.vectorworld.v1.SessionInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"|\n\x14\x43loseSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x13\n\x0bsim_time_us\x18\x03 \x01(\x03\x12-\n\x06report\x18\x04 \x01(\x0b\x32\x1d.vectorworld.v1.EpisodeReport*d\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x01\x12\x1a\n\x16SESSION_STATE_FINISHED\x10\x02\x32\xa0\x04\n\x10SimulatorService\x12\\\n\rCreateSession\x12$.vectorworld.v1.CreateSessionRequest\x1a%.vectorworld.v1.CreateSessionResponse\x12\x41\n\x04Step\x12\x1b.vectorworld.v1.StepRequest\x1a\x1c.vectorworld.v1.StepResponse\x12`\n\rStreamSession\x12$.vectorworld.v1.StreamSessionRequest\x1a%.vectorworld.v1.StreamSessionResponse(\x01\x30\x01\x12S\n\nGetSession\x12!.vectorworld.v1.GetSessionRequest\x1a\".vectorworld.v1.GetSessionResponse\x12Y\n\x0cListSessions\x12#.vectorworld.v1.ListSessionsRequest\x1a$.vectorworld.v1.ListSessionsResponse\x12Y\n\x0c\x43loseSession\x12#.vectorworld.v1.CloseSessionRequest\x1a$.vectorworld.v1.CloseSessionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vectorworld.v1.simulator_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SESSIONSTATE']._serialized_start=1909
-  _globals['_SESSIONSTATE']._serialized_end=2009
+  _globals['_SESSIONSTATE']._serialized_start=2027
+  _globals['_SESSIONSTATE']._serialized_end=2127
   _globals['_SESSIONINFO']._serialized_start=117
-  _globals['_SESSIONINFO']._serialized_end=471
-  _globals['_CREATESESSIONREQUEST']._serialized_start=474
-  _globals['_CREATESESSIONREQUEST']._serialized_end=647
-  _globals['_CREATESESSIONRESPONSE']._serialized_start=650
-  _globals['_CREATESESSIONRESPONSE']._serialized_end=825
-  _globals['_STEPREQUEST']._serialized_start=827
-  _globals['_STEPREQUEST']._serialized_end=928
-  _globals['_STEPRESPONSE']._serialized_start=930
-  _globals['_STEPRESPONSE']._serialized_end=1049
-  _globals['_STREAMSESSIONREQUEST']._serialized_start=1051
-  _globals['_STREAMSESSIONREQUEST']._serialized_end=1161
-  _globals['_STREAMSESSIONRESPONSE']._serialized_start=1164
-  _globals['_STREAMSESSIONRESPONSE']._serialized_end=1292
-  _globals['_GETSESSIONREQUEST']._serialized_start=1294
-  _globals['_GETSESSIONREQUEST']._serialized_end=1362
-  _globals['_GETSESSIONRESPONSE']._serialized_start=1365
-  _globals['_GETSESSIONRESPONSE']._serialized_end=1580
-  _globals['_LISTSESSIONSREQUEST']._serialized_start=1582
-  _globals['_LISTSESSIONSREQUEST']._serialized_end=1642
-  _globals['_LISTSESSIONSRESPONSE']._serialized_start=1644
-  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1738
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=1740
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=1781
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1783
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1907
-  _globals['_SIMULATORSERVICE']._serialized_start=2012
-  _globals['_SIMULATORSERVICE']._serialized_end=2556
+  _globals['_SESSIONINFO']._serialized_end=530
+  _globals['_CREATESESSIONREQUEST']._serialized_start=533
+  _globals['_CREATESESSIONREQUEST']._serialized_end=765
+  _globals['_CREATESESSIONRESPONSE']._serialized_start=768
+  _globals['_CREATESESSIONRESPONSE']._serialized_end=943
+  _globals['_STEPREQUEST']._serialized_start=945
+  _globals['_STEPREQUEST']._serialized_end=1046
+  _globals['_STEPRESPONSE']._serialized_start=1048
+  _globals['_STEPRESPONSE']._serialized_end=1167
+  _globals['_STREAMSESSIONREQUEST']._serialized_start=1169
+  _globals['_STREAMSESSIONREQUEST']._serialized_end=1279
+  _globals['_STREAMSESSIONRESPONSE']._serialized_start=1282
+  _globals['_STREAMSESSIONRESPONSE']._serialized_end=1410
+  _globals['_GETSESSIONREQUEST']._serialized_start=1412
+  _globals['_GETSESSIONREQUEST']._serialized_end=1480
+  _globals['_GETSESSIONRESPONSE']._serialized_start=1483
+  _globals['_GETSESSIONRESPONSE']._serialized_end=1698
+  _globals['_LISTSESSIONSREQUEST']._serialized_start=1700
+  _globals['_LISTSESSIONSREQUEST']._serialized_end=1760
+  _globals['_LISTSESSIONSRESPONSE']._serialized_start=1762
+  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1856
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=1858
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1899
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1901
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=2025
+  _globals['_SIMULATORSERVICE']._serialized_start=2130
+  _globals['_SIMULATORSERVICE']._serialized_end=2674
 # @@protoc_insertion_point(module_scope)

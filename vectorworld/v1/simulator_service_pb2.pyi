@@ -19,7 +19,7 @@ SESSION_STATE_RUNNING: SessionState
 SESSION_STATE_FINISHED: SessionState
 
 class SessionInfo(_message.Message):
-    __slots__ = ("session_id", "step", "sim_time_us", "state", "end_reason", "km", "config", "age_s", "idle_s", "lane_delivery", "agent_layout")
+    __slots__ = ("session_id", "step", "sim_time_us", "state", "end_reason", "km", "config", "age_s", "idle_s", "lane_delivery", "agent_layout", "history_delivery")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     SIM_TIME_US_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,7 @@ class SessionInfo(_message.Message):
     IDLE_S_FIELD_NUMBER: _ClassVar[int]
     LANE_DELIVERY_FIELD_NUMBER: _ClassVar[int]
     AGENT_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_DELIVERY_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     step: int
     sim_time_us: int
@@ -42,17 +43,20 @@ class SessionInfo(_message.Message):
     idle_s: float
     lane_delivery: _world_pb2.LaneDelivery
     agent_layout: _world_pb2.AgentLayout
-    def __init__(self, session_id: _Optional[str] = ..., step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., state: _Optional[_Union[SessionState, str]] = ..., end_reason: _Optional[_Union[_world_pb2.EndReason, str]] = ..., km: _Optional[float] = ..., config: _Optional[_Union[_session_pb2.SessionConfig, _Mapping]] = ..., age_s: _Optional[float] = ..., idle_s: _Optional[float] = ..., lane_delivery: _Optional[_Union[_world_pb2.LaneDelivery, str]] = ..., agent_layout: _Optional[_Union[_world_pb2.AgentLayout, str]] = ...) -> None: ...
+    history_delivery: _world_pb2.HistoryDelivery
+    def __init__(self, session_id: _Optional[str] = ..., step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., state: _Optional[_Union[SessionState, str]] = ..., end_reason: _Optional[_Union[_world_pb2.EndReason, str]] = ..., km: _Optional[float] = ..., config: _Optional[_Union[_session_pb2.SessionConfig, _Mapping]] = ..., age_s: _Optional[float] = ..., idle_s: _Optional[float] = ..., lane_delivery: _Optional[_Union[_world_pb2.LaneDelivery, str]] = ..., agent_layout: _Optional[_Union[_world_pb2.AgentLayout, str]] = ..., history_delivery: _Optional[_Union[_world_pb2.HistoryDelivery, str]] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("config", "lane_delivery", "agent_layout")
+    __slots__ = ("config", "lane_delivery", "agent_layout", "history_delivery")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     LANE_DELIVERY_FIELD_NUMBER: _ClassVar[int]
     AGENT_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_DELIVERY_FIELD_NUMBER: _ClassVar[int]
     config: _session_pb2.SessionConfig
     lane_delivery: _world_pb2.LaneDelivery
     agent_layout: _world_pb2.AgentLayout
-    def __init__(self, config: _Optional[_Union[_session_pb2.SessionConfig, _Mapping]] = ..., lane_delivery: _Optional[_Union[_world_pb2.LaneDelivery, str]] = ..., agent_layout: _Optional[_Union[_world_pb2.AgentLayout, str]] = ...) -> None: ...
+    history_delivery: _world_pb2.HistoryDelivery
+    def __init__(self, config: _Optional[_Union[_session_pb2.SessionConfig, _Mapping]] = ..., lane_delivery: _Optional[_Union[_world_pb2.LaneDelivery, str]] = ..., agent_layout: _Optional[_Union[_world_pb2.AgentLayout, str]] = ..., history_delivery: _Optional[_Union[_world_pb2.HistoryDelivery, str]] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ("session_id", "step", "sim_time_us", "observation", "config")

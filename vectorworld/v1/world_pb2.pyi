@@ -45,6 +45,12 @@ class AgentLayout(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     AGENT_LAYOUT_MESSAGES: _ClassVar[AgentLayout]
     AGENT_LAYOUT_TABLE: _ClassVar[AgentLayout]
 
+class HistoryDelivery(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HISTORY_DELIVERY_UNSPECIFIED: _ClassVar[HistoryDelivery]
+    HISTORY_DELIVERY_FULL: _ClassVar[HistoryDelivery]
+    HISTORY_DELIVERY_DELTA: _ClassVar[HistoryDelivery]
+
 class Controller(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     CONTROLLER_UNSPECIFIED: _ClassVar[Controller]
@@ -74,6 +80,9 @@ LANE_DELIVERY_DELTA: LaneDelivery
 AGENT_LAYOUT_UNSPECIFIED: AgentLayout
 AGENT_LAYOUT_MESSAGES: AgentLayout
 AGENT_LAYOUT_TABLE: AgentLayout
+HISTORY_DELIVERY_UNSPECIFIED: HistoryDelivery
+HISTORY_DELIVERY_FULL: HistoryDelivery
+HISTORY_DELIVERY_DELTA: HistoryDelivery
 CONTROLLER_UNSPECIFIED: Controller
 CONTROLLER_EGO: Controller
 CONTROLLER_NPC_POLICY: Controller
@@ -152,7 +161,7 @@ class Agent(_message.Message):
     def __init__(self, id: _Optional[int] = ..., agent_type: _Optional[_Union[AgentType, str]] = ..., pose: _Optional[_Union[Pose, _Mapping]] = ..., speed_mps: _Optional[float] = ..., length_m: _Optional[float] = ..., width_m: _Optional[float] = ..., history_x_m: _Optional[_Iterable[float]] = ..., history_y_m: _Optional[_Iterable[float]] = ..., history_yaw_rad: _Optional[_Iterable[float]] = ..., history_speed_mps: _Optional[_Iterable[float]] = ..., history_valid: _Optional[_Iterable[bool]] = ..., slot: _Optional[int] = ..., controller: _Optional[_Union[Controller, str]] = ...) -> None: ...
 
 class AgentTable(_message.Message):
-    __slots__ = ("id", "agent_type", "x_m", "y_m", "yaw_rad", "speed_mps", "length_m", "width_m", "history_steps", "history", "history_valid")
+    __slots__ = ("id", "agent_type", "x_m", "y_m", "yaw_rad", "speed_mps", "length_m", "width_m", "history_steps", "history", "history_valid", "history_sent")
     ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     X_M_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +173,7 @@ class AgentTable(_message.Message):
     HISTORY_STEPS_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     HISTORY_VALID_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_SENT_FIELD_NUMBER: _ClassVar[int]
     id: _containers.RepeatedScalarFieldContainer[int]
     agent_type: _containers.RepeatedScalarFieldContainer[AgentType]
     x_m: _containers.RepeatedScalarFieldContainer[float]
@@ -175,7 +185,8 @@ class AgentTable(_message.Message):
     history_steps: int
     history: _containers.RepeatedScalarFieldContainer[float]
     history_valid: _containers.RepeatedScalarFieldContainer[bool]
-    def __init__(self, id: _Optional[_Iterable[int]] = ..., agent_type: _Optional[_Iterable[_Union[AgentType, str]]] = ..., x_m: _Optional[_Iterable[float]] = ..., y_m: _Optional[_Iterable[float]] = ..., yaw_rad: _Optional[_Iterable[float]] = ..., speed_mps: _Optional[_Iterable[float]] = ..., length_m: _Optional[_Iterable[float]] = ..., width_m: _Optional[_Iterable[float]] = ..., history_steps: _Optional[int] = ..., history: _Optional[_Iterable[float]] = ..., history_valid: _Optional[_Iterable[bool]] = ...) -> None: ...
+    history_sent: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, id: _Optional[_Iterable[int]] = ..., agent_type: _Optional[_Iterable[_Union[AgentType, str]]] = ..., x_m: _Optional[_Iterable[float]] = ..., y_m: _Optional[_Iterable[float]] = ..., yaw_rad: _Optional[_Iterable[float]] = ..., speed_mps: _Optional[_Iterable[float]] = ..., length_m: _Optional[_Iterable[float]] = ..., width_m: _Optional[_Iterable[float]] = ..., history_steps: _Optional[int] = ..., history: _Optional[_Iterable[float]] = ..., history_valid: _Optional[_Iterable[bool]] = ..., history_sent: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class Tile(_message.Message):
     __slots__ = ("id", "center_x_m", "center_y_m", "yaw_rad", "order", "generator", "lane_ids", "size_m")
@@ -218,7 +229,7 @@ class StepMetrics(_message.Message):
     def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table")
+    __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table", "history_delivery", "history_base_step")
     STEP_FIELD_NUMBER: _ClassVar[int]
     SIM_TIME_US_FIELD_NUMBER: _ClassVar[int]
     AGENTS_FIELD_NUMBER: _ClassVar[int]
@@ -235,6 +246,8 @@ class Observation(_message.Message):
     LANE_IDS_FIELD_NUMBER: _ClassVar[int]
     LANE_BASE_STEP_FIELD_NUMBER: _ClassVar[int]
     AGENT_TABLE_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_BASE_STEP_FIELD_NUMBER: _ClassVar[int]
     step: int
     sim_time_us: int
     agents: _containers.RepeatedCompositeFieldContainer[Agent]
@@ -251,7 +264,9 @@ class Observation(_message.Message):
     lane_ids: _containers.RepeatedScalarFieldContainer[int]
     lane_base_step: int
     agent_table: AgentTable
-    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_index: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., route_lane_ids: _Optional[_Iterable[int]] = ..., route_polyline: _Optional[_Union[Polyline, _Mapping]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., terminated: _Optional[bool] = ..., truncated: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., km: _Optional[float] = ..., lane_delivery: _Optional[_Union[LaneDelivery, str]] = ..., lane_ids: _Optional[_Iterable[int]] = ..., lane_base_step: _Optional[int] = ..., agent_table: _Optional[_Union[AgentTable, _Mapping]] = ...) -> None: ...
+    history_delivery: HistoryDelivery
+    history_base_step: int
+    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_index: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., route_lane_ids: _Optional[_Iterable[int]] = ..., route_polyline: _Optional[_Union[Polyline, _Mapping]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., terminated: _Optional[bool] = ..., truncated: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., km: _Optional[float] = ..., lane_delivery: _Optional[_Union[LaneDelivery, str]] = ..., lane_ids: _Optional[_Iterable[int]] = ..., lane_base_step: _Optional[int] = ..., agent_table: _Optional[_Union[AgentTable, _Mapping]] = ..., history_delivery: _Optional[_Union[HistoryDelivery, str]] = ..., history_base_step: _Optional[int] = ...) -> None: ...
 
 class FrameTimings(_message.Message):
     __slots__ = ("tile_ms", "npc_policy_ms", "new_tile_latency_ms")
