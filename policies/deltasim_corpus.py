@@ -33,14 +33,15 @@ from vectorworld.sim.dynamics import apply_deltas
 class SessionCorpusConfig:
     """``episodes`` Sessions (seeds ``first_seed`` + i), each ``warmup_steps`` unrecorded steps then
     ``steps`` steps of which every ``record_every``-th is recorded. ``action_noise``: DART-style noise
-    (m, m, rad; std per step) on the executed motion of moving NPCs (the label stays the clean motion)."""
+    (m, m, rad; std per step) on the executed motion of moving NPCs (the label stays the clean motion).
+    No defaults: the shipped recipe is :class:`policies.deltasim_recipe.DataRecipe`."""
 
-    episodes: int = 48
-    steps: int = 600
-    warmup_steps: int = 20
-    record_every: int = 2
-    first_seed: int = 1000
-    action_noise: tuple[float, float, float] = (0.02, 0.05, 0.015)
+    episodes: int
+    steps: int
+    warmup_steps: int
+    record_every: int
+    first_seed: int
+    action_noise: tuple[float, float, float]
 
 
 class RecordingTeacher(Policy):

@@ -127,16 +127,19 @@ def session_episode(job: tuple[str, int, float, str, int | None]) -> dict:
     return report
 
 
-def evaluate_npc_session(policies: Sequence[str] = DEFAULT_POLICIES, seeds: int = 20, km: float = 1.0,
-                         generator: str = "procedural", workers: int = 1,
-                         max_steps: int | None = None,
-                         seeds_by_policy: Mapping[str, int] | None = None) -> dict[str, dict]:
-    """Per policy name: means over ``seeds`` Session episodes of ``km`` each (seeds 0..seeds-1, or
-    ``seeds_by_policy[name]`` of them), each truncated after ``max_steps`` steps if given (the default is
-    the Session's own limit). ``per_episode`` lists each seed's event counts, km and real-time factor."""
+def session_jobs(policies: Sequence[str], seeds: int, km: float, generator: str = "procedural",
+                 max_steps: int | None = None, seeds_by_policy: Mapping[str, int] | None = None
+                 ) -> list[tuple[str, int, float, str, int | None]]:
+    """The :func:`session_episode` jobs of an evaluation, seed-major (seed 0 of every policy first), so an
+    evaluation cut short still compares the policies on the same seeds."""
     counts = {name: (seeds_by_policy or {}).get(name, seeds) for name in policies}
-    jobs = [(name, seed, km, generator, max_steps) for name in policies for seed in range(counts[name])]
-    reports = _pool_map(session_episode, jobs, workers)
+    return [(name, seed, km, generator, max_steps) for seed in range(max(counts.values(), default=0))
+            for name in policies if seed < counts[name]]
+
+
+def summarize_sessions(reports: Sequence[dict], policies: Sequence[str]) -> dict[str, dict]:
+    """Per policy name: means over its :func:`session_episode` reports; ``per_episode`` lists each seed's
+    event counts, km and real-time factor."""
     results: dict[str, dict] = {}
     for name in policies:
         rows = [r for r in reports if r["policy"] == name]
@@ -165,6 +168,17 @@ def evaluate_npc_session(policies: Sequence[str] = DEFAULT_POLICIES, seeds: int 
                             for r in rows],
         }
     return results
+
+
+def evaluate_npc_session(policies: Sequence[str] = DEFAULT_POLICIES, seeds: int = 20, km: float = 1.0,
+                         generator: str = "procedural", workers: int = 1,
+                         max_steps: int | None = None,
+                         seeds_by_policy: Mapping[str, int] | None = None) -> dict[str, dict]:
+    """Per policy name: means over ``seeds`` Session episodes of ``km`` each (seeds 0..seeds-1, or
+    ``seeds_by_policy[name]`` of them), each truncated after ``max_steps`` steps if given (the default is
+    the Session's own limit); see :func:`summarize_sessions`."""
+    jobs = session_jobs(policies, seeds, km, generator, max_steps, seeds_by_policy)
+    return summarize_sessions(_pool_map(session_episode, jobs, workers), policies)
 
 
 def torch_threads_one() -> None:
@@ -381,4 +395,5 @@ def evaluate_npc(seeds: int = 20, km: float = 1.0, policies: Sequence[str] = DEF
 
 
 __all__ = ["DEFAULT_POLICIES", "MeasuredPolicy", "evaluate_npc", "evaluate_npc_session",
-           "evaluate_npc_synthetic", "evaluate_womd", "womd_bc_accuracy"]
+           "evaluate_npc_synthetic", "evaluate_womd", "session_episode", "session_jobs", "summarize_sessions",
+           "womd_bc_accuracy"]

@@ -23,8 +23,11 @@ from policies.deltasim_net import DeltaSimNetConfig
 from policies.deltasim_train import TrainConfig, evaluate_bc, train_deltasim
 from policies.idm import IdmParams, IdmPolicy
 from policies.npc_observation import ObservationConfig
+from vectorworld.errors import ConfigError
 
 SAMPLES_FILE = "deltasim_samples.npz"
+RECIPE_FILE = "deltasim_samples.json"
+"""The :class:`DataRecipe` the cached samples were recorded with (JSON, beside SAMPLES_FILE)."""
 
 
 SEED_BASE = 1000
@@ -62,18 +65,37 @@ def idm_teacher(rng: np.random.Generator) -> IdmPolicy:
     ))
 
 
+def _recorded(recipe: dict) -> dict:
+    """The fields of a recipe (as JSON) that decide the recorded samples (the split is made at training)."""
+    return {k: v for k, v in recipe.items() if k != "val_fraction"}
+
+
 def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationConfig, workers: int = 1,
                    log: Callable[[dict], None] | None = None) -> Samples:
-    """Samples cached in ``data_dir`` or freshly recorded there (with the recipe beside them); ``workers``
-    processes record episodes in parallel (same samples)."""
+    """Samples cached in ``data_dir`` or freshly recorded there (with the recipe beside them, in
+    RECIPE_FILE); ``workers`` processes record episodes in parallel (same samples).
+
+    A cache is used only if it was recorded with the same recipe (the validation split may differ): otherwise
+    the training record would claim a recipe the data does not follow. Raises ConfigError for a cache of
+    another (or an unknown) recipe."""
     data_dir = Path(data_dir)
     path = data_dir / SAMPLES_FILE
+    wanted = json.loads(json.dumps(dataclasses.asdict(recipe)))  # tuples as JSON lists, as stored
     if path.is_file():
+        recipe_path = data_dir / RECIPE_FILE
+        try:
+            cached = json.loads(recipe_path.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise ConfigError(f"{path}: no readable recipe beside the cached samples ({err}); record into an "
+                              "empty --data directory") from err
+        if _recorded(cached) != _recorded(wanted):
+            raise ConfigError(f"{path} was recorded with recipe {cached}, not {wanted}: use another --data "
+                              "directory (or remove this cache) to record the requested recipe")
         return Samples.load(path)
     data_dir.mkdir(parents=True, exist_ok=True)
     samples = session_corpus(recipe.corpus(), idm_teacher, observation, log=log, workers=workers)
     samples.save(path)
-    (data_dir / "deltasim_samples.json").write_text(json.dumps(dataclasses.asdict(recipe), indent=1))
+    (data_dir / RECIPE_FILE).write_text(json.dumps(wanted, indent=1))
     return samples
 
 

@@ -75,7 +75,7 @@ class RouteTargets:
         valid = np.zeros((s_count, r_count), bool)
         s_all = np.full(s_count, np.nan)
         caps = np.zeros((s_count, r_count))
-        profiles = [self.core.profile(inp, int(a.id[slot])) for slot in slots]
+        profiles = self.core.profiles(inp, a.id[slots].tolist())
         rows = np.array([k for k, p in enumerate(profiles) if p is not None], np.int64)
         if len(rows) == 0:
             return RouteFix(profiles, s_all, out, valid, caps)

@@ -2,10 +2,13 @@
 
     python tools/train_deltasim.py [--data DIR] [--out policies/weights]
 
-Records IDM-teacher traffic in procedural Session rollouts into DIR (cached as deltasim_samples.npz; reused
-on reruns; about 8 minutes of one core), trains by behaviour cloning on one torch thread (about 25 minutes),
-and writes deltasim.safetensors, deltasim.json and train_record.json into --out. The defaults are the exact
-recipe of the checkpoint in policies/weights/ (its train_record.json holds the resolved recipe and log).
+Records IDM-teacher traffic in procedural Session rollouts into DIR (cached as deltasim_samples.npz, with
+the recipe beside it in deltasim_samples.json; reused on reruns only if the recipe is the same; about 8
+minutes of one core, 1.4 GB), trains by behaviour cloning on one torch thread (17 minutes for the shipped
+checkpoint; the schedule anneals within --max-seconds), and writes deltasim.safetensors, deltasim.json and
+train_record.json into --out. The defaults are the exact recipe of the checkpoint in policies/weights/ (its
+train_record.json holds the resolved recipe and log). The corpus comes from the current Session, world and
+IDM code: after changes there, a rerun records different traffic and trains a different checkpoint.
 """
 
 from __future__ import annotations

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from policies.deltasim_corpus import SessionCorpusConfig, session_episode_samples
-from policies.deltasim_recipe import SEED_BASE, DataRecipe, idm_teacher
+from policies.deltasim_recipe import RECIPE_FILE, SAMPLES_FILE, SEED_BASE, DataRecipe, idm_teacher, load_or_record
 from policies.kdisks import body_delta
-from policies.npc_observation import ObservationBuilder, policy_slots
+from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
+from vectorworld.errors import ConfigError
 from vectorworld.sim.dynamics import apply_deltas
 
 
 def test_session_episode_records_observations_and_realised_teacher_motion() -> None:
-    config = SessionCorpusConfig(episodes=1, steps=9, warmup_steps=3, record_every=3,
+    config = SessionCorpusConfig(episodes=1, steps=9, warmup_steps=3, record_every=3, first_seed=SEED_BASE,
                                  action_noise=(0.0, 0.0, 0.0))
     samples = session_episode_samples(0, config, idm_teacher)
     assert len(samples) > 0 and set(samples.episode.tolist()) == {0}
@@ -44,3 +49,13 @@ def test_recipe_corpus_seeds_never_meet_the_evaluation_seeds() -> None:
     corpus = DataRecipe().corpus()
     assert corpus.first_seed == SEED_BASE and corpus.episodes < SEED_BASE
     assert DataRecipe(seed=1).corpus().first_seed == 2 * SEED_BASE
+
+
+def test_a_cache_of_another_recipe_is_refused(tmp_path: Path) -> None:
+    """The training record states the recipe: a cached corpus recorded otherwise must not be trained on."""
+    (tmp_path / SAMPLES_FILE).write_bytes(b"not read before the recipe matches")
+    with pytest.raises(ConfigError, match="no readable recipe"):
+        load_or_record(tmp_path, DataRecipe(), ObservationConfig())
+    (tmp_path / RECIPE_FILE).write_text(json.dumps({**json.loads(json.dumps(vars(DataRecipe()))), "episodes": 3}))
+    with pytest.raises(ConfigError, match="recorded with recipe"):
+        load_or_record(tmp_path, DataRecipe(), ObservationConfig())

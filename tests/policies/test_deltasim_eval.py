@@ -7,7 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from policies.deltasim_eval import MeasuredPolicy, evaluate_npc_synthetic, evaluate_womd
+from policies.deltasim_eval import (
+    MeasuredPolicy,
+    evaluate_npc_synthetic,
+    evaluate_womd,
+    session_jobs,
+    summarize_sessions,
+)
 from policies.deltasim_scenes import drive, synthetic_input
 from policies.feasibility import realised_infeasible
 from policies.idm import IdmPolicy
@@ -66,3 +72,16 @@ def test_eval_npc_cli_runs_the_session_comparison_with_fewer_ablation_seeds() ->
     assert session["idm"]["episodes"] == 2 and session["constant-velocity"]["episodes"] == 1
     assert [row["seed"] for row in session["idm"]["per_episode"]] == [0, 1]
     assert "synthetic" not in report
+
+
+def test_session_jobs_run_seed_major_and_summaries_group_by_policy() -> None:
+    """An evaluation cut short (or resumed from per-episode reports) still compares policies on the same seeds."""
+    jobs = session_jobs(("a", "b"), seeds=3, km=1.0, seeds_by_policy={"b": 1})
+    assert [(name, seed) for name, seed, *_ in jobs] == [("a", 0), ("b", 0), ("a", 1), ("a", 2)]
+    row = {"km": 1.0, "npc_collisions_per_km": 2.0, "npc_offroad_per_km": 0.0, "kinematic_infeasibility_rate": 0.0,
+           "realised_infeasibility_rate": 0.0, "npc_vehicle_steps": 10, "npc_mean_speed_mps": 5.0,
+           "npc_policy_ms": 1.0, "ego_collisions": 0, "completed": True, "end_reason": "goal_reached", "rtf": 20.0}
+    reports = [{**row, "policy": name, "seed": seed} for name, seed, *_ in jobs]
+    summary = summarize_sessions(reports, ("a", "b"))
+    assert summary["a"]["episodes"] == 3 and summary["a"]["seeds"] == [0, 1, 2]
+    assert summary["b"]["npc_collision_events"] == 2 and summary["b"]["km"] == 1.0

@@ -17,21 +17,8 @@ from policies.idm import IdmCore, IdmPolicy
 from policies.junctions import grant_connectors
 from policies.kdisks import build_kdisks, straight_motions
 from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
-from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
+from vectorworld.scene import Agents, LaneGraph
 from vectorworld.sim.dynamics import apply_deltas
-
-
-def _crossing() -> LaneGraph:
-    """Lane 1 (x from -30 to 0) leads into connector 2 (x from 0 to 30); connector 3 crosses it at x = 15."""
-    graph = LaneGraph()
-    xs = np.linspace(0, 30, 16)
-    graph.add([
-        Lane(1, np.stack([xs - 30, np.zeros(16)], -1)),
-        Lane(2, np.stack([xs, np.zeros(16)], -1), lane_type=LaneType.CONNECTOR),
-        Lane(3, np.stack([np.full(16, 15.0), xs - 15], -1), lane_type=LaneType.CONNECTOR),
-    ])
-    graph.connect(1, 2)
-    return graph
 
 
 def _agents(x0: float, v0: float, crossing_speed: float) -> Agents:
@@ -55,9 +42,10 @@ def _agents(x0: float, v0: float, crossing_speed: float) -> Agents:
     return Agents(**arrays)
 
 
-def _input(agents: Agents, step: int = 0) -> PolicyInput:
-    return PolicyInput(agents, np.array([True, False, False]), _crossing(), {0: [1, 2], 1: [3]}, ego_slot=2,
-                       step=step)
+def _input(agents: Agents, graph: LaneGraph, step: int = 0) -> PolicyInput:
+    """Agent 0 routed through lane 1 into connector 2 of ``graph`` (the ``crossing_connectors`` fixture),
+    agent 1 on connector 3; only agent 0 is controlled."""
+    return PolicyInput(agents, np.array([True, False, False]), graph, {0: [1, 2], 1: [3]}, ego_slot=2, step=step)
 
 
 def _held(inp: PolicyInput) -> HeldAgents:
@@ -75,23 +63,24 @@ def _held_by_idm(core: IdmCore, inp: PolicyInput) -> set[int]:
     return {r.agent_id for r in requests if r.agent_id not in granted}
 
 
-def test_held_agent_gets_a_stop_wall_at_its_connector_entry() -> None:
+def test_held_agent_gets_a_stop_wall_at_its_connector_entry(crossing_connectors: LaneGraph) -> None:
+    graph = crossing_connectors
     # Connector 3 is occupied by a moving agent: agent 0 may not enter connector 2, which crosses it.
-    held = _held(_input(_agents(-15.0, 8.0, 2.0)))
+    held = _held(_input(_agents(-15.0, 8.0, 2.0), graph))
     assert held.ids.tolist() == [0]
     assert np.allclose(held.xy[0], [STOP_DEPTH_M / 2, 0.0]) and abs(held.yaw[0]) < 1e-9
-    obs = ObservationBuilder()(_input(_agents(-15.0, 8.0, 2.0)))
+    obs = ObservationBuilder()(_input(_agents(-15.0, 8.0, 2.0), graph))
     assert obs.stop_mask.tolist() == [True]
     assert np.allclose(obs.stop[0, :4], [15.0 + STOP_DEPTH_M / 2, 0.0, 1.0, 0.0], atol=1e-5)
     assert obs.stop[0, 4:6].tolist() == [0.0, 0.0] and obs.stop[0, 8:].tolist() == [0.0, 0.0, 0.0]
     # A standing agent does not hold its connector (IDM's rule): agent 0 is granted, no stop token.
-    assert _held(_input(_agents(-15.0, 8.0, 0.0))).ids.size == 0
-    assert not ObservationBuilder()(_input(_agents(-15.0, 8.0, 0.0))).stop_mask.any()
+    assert _held(_input(_agents(-15.0, 8.0, 0.0), graph)).ids.size == 0
+    assert not ObservationBuilder()(_input(_agents(-15.0, 8.0, 0.0), graph)).stop_mask.any()
     # Too far from the entry to request it yet.
-    assert _held(_input(_agents(-29.0, 8.0, 2.0))).ids.size == 0
+    assert _held(_input(_agents(-29.0, 8.0, 2.0), graph)).ids.size == 0
     # Switched off in the observation config.
     assert not ObservationBuilder(ObservationConfig(junction_stops=False))(
-        _input(_agents(-15.0, 8.0, 2.0))).stop_mask.any()
+        _input(_agents(-15.0, 8.0, 2.0), graph)).stop_mask.any()
 
 
 def _untrained_checkpoint() -> DeltaSimCheckpoint:
@@ -106,7 +95,7 @@ def _untrained_checkpoint() -> DeltaSimCheckpoint:
     return DeltaSimCheckpoint(net.eval(), vocab, ObservationConfig(), {})
 
 
-def test_deltasim_waits_at_the_stop_wall_and_goes_once_granted() -> None:
+def test_deltasim_waits_at_the_stop_wall_and_goes_once_granted(crossing_connectors: LaneGraph) -> None:
     policy = DeltaSimPolicy(DeltaSimConfig(temperature=0.0), checkpoint=_untrained_checkpoint())
     agents = _agents(-20.0, 6.0, 2.0)
     rng = np.random.default_rng(0)
@@ -114,7 +103,7 @@ def test_deltasim_waits_at_the_stop_wall_and_goes_once_granted() -> None:
     for step in range(120):
         if step == 80:  # the crossing agent leaves: connector 3 is free
             agents = agents.with_state(agents.xy, agents.yaw, np.where(np.arange(3) == 1, 0.0, agents.speed))
-        deltas = policy.act(_input(agents, step), rng)
+        deltas = policy.act(_input(agents, crossing_connectors, step), rng)
         xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
         keep = np.arange(3) != 0
         agents = agents.with_state(np.where(keep[:, None], agents.xy, xy), np.where(keep, agents.yaw, yaw),
@@ -158,16 +147,18 @@ def test_stop_tokens_hold_exactly_the_agents_idm_holds_in_session_traffic() -> N
     assert held_steps > 10  # the episode does reach junctions with traffic
 
 
-def test_a_network_that_wants_to_brake_harder_than_feasible_brakes_as_hard_as_feasible() -> None:
+def test_a_network_that_wants_to_brake_harder_than_feasible_brakes_as_hard_as_feasible(
+        crossing_connectors: LaneGraph) -> None:
     from policies.feasibility import braking_floor
 
     ckpt = _untrained_checkpoint()
     with torch.no_grad():  # this network always wants to stand still
         ckpt.net.logits_head.bias.copy_(torch.from_numpy(-30.0 * ckpt.vocabulary.primitives[:, 0]).float())
     agents = _agents(-25.0, 10.0, 0.0)
-    out = DeltaSimPolicy(DeltaSimConfig(temperature=1.0), checkpoint=ckpt).act(_input(agents), np.random.default_rng(0))
+    out = DeltaSimPolicy(DeltaSimConfig(temperature=1.0), checkpoint=ckpt).act(_input(agents, crossing_connectors),
+                                                                               np.random.default_rng(0))
     assert abs(out[0, 0] - braking_floor(np.array([10.0]))[0]) < 1e-9
     # Without kinematic shaping nothing is projected: the network's own choice is passed on (the engine clips).
     raw = DeltaSimPolicy(DeltaSimConfig(temperature=1.0, kinematic_shaping=False), checkpoint=ckpt).act(
-        _input(agents), np.random.default_rng(0))
+        _input(agents, crossing_connectors), np.random.default_rng(0))
     assert raw[0, 0] < braking_floor(np.array([10.0]))[0] - 0.5

@@ -80,16 +80,9 @@ def test_never_rear_ends_braking_leader(v_follow, gap, v_lead):
         assert agents.xy[1, 0] - agents.xy[0, 0] > 4.6, f"rear-ended at step {step}"
 
 
-def test_yields_to_agent_on_conflicting_connector():
+def test_yields_to_agent_on_conflicting_connector(crossing_connectors):
     """Two connectors cross; the agent already on one has the right of way."""
-    graph = LaneGraph()
-    xs = np.linspace(0, 30, 16)
-    graph.add([
-        Lane(1, np.stack([xs - 30, np.zeros(16)], -1)),
-        Lane(2, np.stack([xs, np.zeros(16)], -1), lane_type=LaneType.CONNECTOR),
-        Lane(3, np.stack([np.full(16, 15.0), xs - 15], -1), lane_type=LaneType.CONNECTOR),
-    ])
-    graph.connect(1, 2)
+    graph = crossing_connectors
     agents = make_agents([-15.0, 15.0], [8.0, 2.0], ys=[0.0, -10.0], yaws=[0.0, np.pi / 2])
     routes = {0: [1, 2], 1: [3]}
     controlled = np.array([True, False, False])
