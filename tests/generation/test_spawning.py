@@ -8,6 +8,7 @@ import pytest
 from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest
 from vectorworld.generation.procedural import ProceduralGenerator
+from vectorworld.generation.spawning import STOP_MARGIN_M, SpawnConfig
 from vectorworld.generation.tile_chain import chain_tiles, collect_ports
 from vectorworld.scene import AgentType, LaneType
 
@@ -74,6 +75,29 @@ def test_no_overlaps_and_bumper_gaps_in_lane(chain) -> None:  # noqa: ANN001
                 if i < j and a.lane_id[i] == a.lane_id[j]:
                     gap = np.linalg.norm(a.xy[i] - a.xy[j]) - (a.length[i] + a.length[j]) / 2.0
                     assert gap >= 8.0 - 0.5
+
+
+def test_each_car_can_stop_behind_the_one_ahead_in_its_lane(chain) -> None:  # noqa: ANN001
+    """Should the car ahead stop, the follower stops behind it braking at the spawner's comfortable rate."""
+    checked = 0
+    for tile in chain.tiles:
+        a = tile.content.agents
+        vehicles = np.flatnonzero(a.agent_type == AgentType.VEHICLE)
+        for lane_id in set(a.lane_id[vehicles].tolist()):
+            rows = vehicles[a.lane_id[vehicles] == lane_id]
+            lane = chain.graph[lane_id] if lane_id in chain.graph else None
+            if lane is None or len(rows) < 2:
+                continue
+            s, _, _ = geometry.project_to_polyline(a.xy[rows], lane.points)
+            order = rows[np.argsort(-s)]  # front first
+            s_sorted = np.sort(s)[::-1]
+            for k in range(1, len(order)):
+                ahead, follower = order[k - 1], order[k]
+                gap = s_sorted[k - 1] - s_sorted[k] - (a.length[ahead] + a.length[follower]) / 2.0
+                room = a.speed[ahead] ** 2 + 2.0 * SpawnConfig().comfort_decel_mps2 * max(gap - STOP_MARGIN_M, 0.0)
+                assert a.speed[follower] ** 2 <= room + 0.5, (tile.tile.id, lane_id, gap, a.speed[[ahead, follower]])
+                checked += 1
+    assert checked >= 10
 
 
 def test_motion_codes_trace_the_last_second(chain) -> None:  # noqa: ANN001

@@ -1,4 +1,5 @@
-"""Parked cars: never removed for standing still; removed when a new lane is laid through them."""
+"""Spawning: parked cars are never removed for standing still but are when a new lane is laid through them;
+moving spawns never need hard braking for traffic ahead."""
 
 import dataclasses
 
@@ -6,8 +7,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vectorworld.generation.base import AgentSpawns
+from vectorworld.generation.spawning import STOP_MARGIN_M
 from vectorworld.scene import Agents, Lane
-from vectorworld.sim.spawning import parked_in_the_way
+from vectorworld.sim.spawning import SPAWN_BRAKE_MPS2, SpawnBook, parked_in_the_way, place_spawns
 
 
 def test_parked_in_the_way_of_new_lane_only():
@@ -60,3 +63,24 @@ def test_in_the_way_matches_the_exhaustive_distance_test(seed):
     dist = geometry.point_segment_distance(points.reshape(-1, 2), a_pts, b_pts).reshape(12, 5, -1)
     expected = (dist < PASSING_CLEARANCE_M).any((1, 2))
     assert parked_in_the_way(agents, routed=set(), lanes=lanes).tolist() == expected.tolist()
+
+
+def _spawns(xy: list[tuple[float, float]], speed: list[float]) -> AgentSpawns:
+    n = len(xy)
+    return AgentSpawns(np.array(xy, float), np.zeros(n), np.array(speed, float), np.full(n, 4.5), np.full(n, 1.9),
+                       np.ones(n, np.int8), np.zeros(n, np.int64), np.zeros((n, 6, 2)))
+
+
+def test_moving_spawns_can_stop_behind_traffic_ahead():
+    # A car stands at x = 60; spawns at 15 m/s come in behind it, in its lane and in the next lane (3.5 m left).
+    world, _ = place_spawns(Agents.empty(8), _spawns([(60.0, 0.0)], [0.0]), np.array([-100.0, 0.0]), SpawnBook())
+    spawns = _spawns([(40.0, 0.0), (40.0, 3.5), (-20.0, 0.0)], [15.0, 15.0, 15.0])
+    world, placed = place_spawns(world, spawns, np.array([-100.0, 0.0]), SpawnBook())
+    speed = {tuple(world.xy[s]): float(world.speed[s]) for s in np.nonzero(world.valid)[0]}
+    gap = 20.0 - 4.5 - STOP_MARGIN_M
+    assert abs(speed[(40.0, 0.0)] - np.sqrt(2.0 * SPAWN_BRAKE_MPS2 * gap)) < 1e-9  # brakes at most 2 m/s^2
+    assert speed[(40.0, 3.5)] == 15.0  # the next lane is free
+    # The one far behind must stop behind the (slowed) spawn at x = 40, which moves on: room enough.
+    assert speed[(-20.0, 0.0)] == 15.0
+    slot = int(np.nonzero((world.xy == (40.0, 0.0)).all(1))[0][0])
+    assert np.allclose(world.history[slot, :, 3], speed[(40.0, 0.0)])  # warm-start history at the new speed

@@ -28,6 +28,8 @@ MOTION_HORIZON_S = 1.0
 MAX_MOTION_M = 12.0
 
 OFF_LANE = -1
+STOP_MARGIN_M = 2.0
+"""A moving spawn can stop (comfortable braking) this far behind the agent ahead, should that one stop."""
 """lane_id of agents that are not on a lane: parked cars at the curb, pedestrians on the sidewalk."""
 PARKED_INTRUSION_M = 0.3
 """How far a parked car at the curb reaches into its lane (m), unless that puts its centre more than
@@ -207,6 +209,9 @@ def _vehicles(lanes: tuple[Lane, ...], rng: np.random.Generator, config: SpawnCo
                                    v[:, 7] / config.headway_s, before_next])
         if lane.lane_type != LaneType.CONNECTOR:  # nobody stands still inside a junction
             speed = np.where(v[:, 5] > 0.0, 0.0, speed)
+        for i in range(1, len(speed)):  # each can stop behind the one ahead (row i - 1) if that one brakes
+            speed[i] = min(speed[i], np.sqrt(speed[i - 1] ** 2 + 2.0 * config.comfort_decel_mps2
+                                             * max(v[i, 7] - STOP_MARGIN_M, 0.0)))
         pos = xy + v[:, 3:4] * np.stack([-np.sin(yaw), np.cos(yaw)], -1)
         heading = geometry.wrap_angle(yaw + v[:, 6])
         codes = _motion_codes(lane, v[:, 0], v[:, 3], pos, heading, speed)

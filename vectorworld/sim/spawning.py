@@ -8,12 +8,17 @@ import numpy as np
 
 from vectorworld import DT_S, geometry
 from vectorworld.generation.base import AgentSpawns
+from vectorworld.generation.spawning import STOP_MARGIN_M
 from vectorworld.scene import Agents, Lane
 
 EGO_CLEARANCE_M = 30.0
 """Agents are never spawned closer than this to the ego (no collision caused by spawning)."""
 AGENT_CLEARANCE_M = 3.0
 """Spawns closer than this (centre to centre) to an agent already in the world are skipped."""
+SPAWN_BRAKE_MPS2 = 2.0
+"""A moving spawn is slowed so that it can stop at this deceleration behind any agent ahead of it (within
+``AHEAD_HALF_WIDTH_M`` of its heading line), with ``STOP_MARGIN_M`` to spare: spawning never forces hard braking."""
+AHEAD_HALF_WIDTH_M = 2.0
 
 
 class SpawnBook:
@@ -61,14 +66,14 @@ def place_spawns(agents: Agents, spawns: AgentSpawns, ego_xy: np.ndarray,
         return agents, []
     arrays = {f.name: getattr(agents, f.name).copy() for f in dataclasses.fields(Agents)}
     free = list(np.nonzero(~agents.valid)[0])
-    occupied = list(agents.xy[agents.valid])
     placed: list[tuple[int, int]] = []
     steps = agents.history.shape[1]
     for k in range(len(spawns)):
         xy = spawns.xy[k]
         if np.linalg.norm(xy - ego_xy) < EGO_CLEARANCE_M:
             continue
-        if occupied and np.min(np.linalg.norm(np.asarray(occupied) - xy, axis=-1)) < AGENT_CLEARANCE_M:
+        live = arrays["valid"]
+        if live.any() and np.min(np.linalg.norm(arrays["xy"][live] - xy, axis=-1)) < AGENT_CLEARANCE_M:
             continue
         if not free:
             book.dropped += len(spawns) - k
@@ -76,18 +81,33 @@ def place_spawns(agents: Agents, spawns: AgentSpawns, ego_xy: np.ndarray,
         slot = free.pop(0)
         agent_id = book.next_id
         book.next_id += 1
-        hist, hist_valid = pseudo_history(xy, float(spawns.yaw[k]), float(spawns.speed[k]),
-                                          spawns.motion_code[k], steps)
+        speed = _stoppable_speed(arrays, xy, float(spawns.yaw[k]), float(spawns.speed[k]), float(spawns.length[k]))
+        hist, hist_valid = pseudo_history(xy, float(spawns.yaw[k]), speed, spawns.motion_code[k], steps)
         arrays["id"][slot], arrays["valid"][slot] = agent_id, True
         arrays["agent_type"][slot] = spawns.agent_type[k]
         arrays["xy"][slot], arrays["yaw"][slot] = xy, spawns.yaw[k]
-        arrays["speed"][slot] = spawns.speed[k]
+        arrays["speed"][slot] = speed
         arrays["length"][slot], arrays["width"][slot] = spawns.length[k], spawns.width[k]
         arrays["history"][slot], arrays["history_valid"][slot] = hist, hist_valid
         book.motion_codes[agent_id] = spawns.motion_code[k]
-        occupied.append(xy)
         placed.append((agent_id, int(spawns.lane_id[k])))
     return Agents(**arrays), placed
+
+
+def _stoppable_speed(arrays: dict[str, np.ndarray], xy: np.ndarray, yaw: float, speed: float, length: float) -> float:
+    """``speed`` lowered so that a spawn at pose (xy, yaw) can stop behind every agent ahead of it (``arrays``:
+    the world's agents so far) at ``SPAWN_BRAKE_MPS2``, given how fast that one moves along our heading."""
+    live = arrays["valid"]
+    if speed <= 0.0 or not live.any():
+        return speed
+    rel = geometry.to_local(arrays["xy"][live], xy, yaw)
+    gap = rel[:, 0] - (arrays["length"][live] + length) / 2.0 - STOP_MARGIN_M
+    ahead = (rel[:, 0] > 0.0) & (np.abs(rel[:, 1]) < AHEAD_HALF_WIDTH_M)
+    if not ahead.any():
+        return speed
+    along = np.maximum(arrays["speed"][live] * np.cos(arrays["yaw"][live] - yaw), 0.0)
+    reachable = np.sqrt(along[ahead] ** 2 + 2.0 * SPAWN_BRAKE_MPS2 * np.maximum(gap[ahead], 0.0))
+    return float(min(speed, reachable.min()))
 
 
 PASSING_CLEARANCE_M = 1.4
