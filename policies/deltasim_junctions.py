@@ -24,7 +24,6 @@ import numpy as np
 from policies.base import PolicyInput
 from policies.deltasim_routes import RouteFix
 from policies.idm import IdmCore, IdmParams
-from policies.junctions import JunctionRequest, grant_connectors
 
 STOP_DEPTH_M = 1.0
 """Depth (m, along the connector) of the stop wall; its back edge lies on the connector's entry."""
@@ -62,7 +61,7 @@ class JunctionStops:
     Requests are built as :class:`policies.idm.IdmCore` builds them (first connector on the route within
     the approach distance, committed when the agent can no longer stop before it), from the route positions
     DeltaSim computes anyway; the exit check, the occupied connectors and the waiting clocks are IdmCore's,
-    and the grants come from the public :func:`policies.junctions.grant_connectors` -- so they are exactly
+    and the grants come from :meth:`policies.idm.IdmCore.grant` -- so they are exactly
     those an IDM policy would compute for the same state.
     """
 
@@ -85,12 +84,8 @@ class JunctionStops:
                 continue
             dist = profile.connector_s - s_m
             if 0.0 <= dist <= approach:
-                requests.append(JunctionRequest(int(a.id[slot]), profile.connector, dist,
-                                                core._committed(float(a.speed[slot]), dist)))
-        requests = core._exit_clear(inp, requests)
-        granted = grant_connectors(inp.graph, core.conflicts, core._occupied_connectors(inp), requests,
-                                   core._waited_s)
-        core._update_waits(inp, requests, granted)
+                requests.append(core.junction_request(int(a.id[slot]), profile.connector, dist, float(a.speed[slot])))
+        requests, granted = core.grant(inp, requests)
         held = sorted((r.agent_id, r.connector) for r in requests if r.agent_id not in granted)
         if not held:
             return HeldAgents.none()

@@ -200,14 +200,10 @@ class IdmCore:
             profile, agent_id = profiles[row], int(a.id[slots[row]])
             dist = profile.connector_s - s_now[row]
             if profile.connector >= 0 and 0.0 <= dist <= p.junction_approach_m:
-                requests.append(JunctionRequest(agent_id, profile.connector, dist,
-                                                self._committed(float(a.speed[slots[row]]), dist)))
+                requests.append(self.junction_request(agent_id, profile.connector, dist, float(a.speed[slots[row]])))
                 entry_s[agent_id] = profile.connector_s
         requests += self._other_requests(inp, slots)
-        requests = self._exit_clear(inp, requests)
-        granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests,
-                                   self._waited_s)
-        self._update_waits(inp, requests, granted)
+        requests, granted = self.grant(inp, requests)
         for row, slot in enumerate(slots):
             agent_id = int(a.id[slot])
             if agent_id in entry_s and agent_id not in granted:
@@ -231,6 +227,20 @@ class IdmCore:
         accel = np.clip(accel, -p.max_decel_mps2, p.max_accel_mps2)
         paths = [None if pr is None else pr.path for pr in profiles]
         return IdmPlan(slots, accel, paths, s_now, lateral, routed, uniform)
+
+    def junction_request(self, agent_id: int, connector: int, distance_m: float, speed_mps: float) -> JunctionRequest:
+        """A request to enter ``connector``, ``distance_m`` ahead of an agent driving at ``speed_mps``."""
+        return JunctionRequest(agent_id, connector, distance_m, self._committed(speed_mps, distance_m))
+
+    def grant(self, inp: PolicyInput, requests: list[JunctionRequest]) -> tuple[list[JunctionRequest], set[int]]:
+        """Right of way for this step's ``requests`` (every agent approaching a junction; call once per step,
+        it advances the waiting clocks): the requests that stand (those into a blocked exit are dropped
+        unless committed) and the ids of the agents granted their connector."""
+        requests = self._exit_clear(inp, requests)
+        granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests,
+                                   self._waited_s)
+        self._update_waits(inp, requests, granted)
+        return requests, granted
 
     def _positions(self, inp: PolicyInput, slots: np.ndarray,
                    profiles: list[PathProfile | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -276,8 +286,8 @@ class IdmCore:
         for k, profile, s_k in zip(keep, chosen, s_other, strict=True):
             dist = profile.connector_s - s_k
             if 0.0 <= dist <= self.params.junction_approach_m:
-                out.append(JunctionRequest(int(a.id[others[k]]), profile.connector, dist,
-                                           self._committed(float(a.speed[others[k]]), dist)))
+                out.append(self.junction_request(int(a.id[others[k]]), profile.connector, dist,
+                                                 float(a.speed[others[k]])))
         return out
 
     def _exit_clear(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:

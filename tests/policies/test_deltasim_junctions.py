@@ -14,7 +14,6 @@ from policies.deltasim_junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
 from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
 from policies.deltasim_scenes import synthetic_input
 from policies.idm import IdmCore, IdmPolicy
-from policies.junctions import grant_connectors
 from policies.kdisks import build_kdisks, straight_motions
 from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.scene import Agents, LaneGraph
@@ -57,9 +56,7 @@ def _held(inp: PolicyInput) -> HeldAgents:
 
 def _held_by_idm(core: IdmCore, inp: PolicyInput) -> set[int]:
     """Reference: the agents IDM's own bookkeeping would hold (requests of everyone, as IdmCore.plan)."""
-    requests = core._exit_clear(inp, core._other_requests(inp, np.zeros(0, np.int64)))
-    granted = grant_connectors(inp.graph, core.conflicts, core._occupied_connectors(inp), requests, core._waited_s)
-    core._update_waits(inp, requests, granted)
+    requests, granted = core.grant(inp, core._other_requests(inp, np.zeros(0, np.int64)))
     return {r.agent_id for r in requests if r.agent_id not in granted}
 
 
