@@ -1,5 +1,8 @@
 """Benchmark closed-loop rollouts: real-time factor, agent-steps/s, tile latency, peak memory.
 
+The real-time factor times the engine step of a batch rollout (``Session.advance``, as `vectorworld rollout`);
+``observe_ms`` is what building an observation adds per step for a served session (sampled every 10 steps).
+
 Usage: python tools/bench_rollout.py [--km 1 10] [--seed 0] [--generator procedural] [--npc idm]
 
 Each distance runs in a fresh subprocess so peak RSS (ru_maxrss) is measured per rollout.
@@ -21,13 +24,18 @@ def one(km: float, seed: int, generator: str, npc: str) -> dict:
     from vectorworld.sim.session import Session, SessionConfig
 
     session = Session(SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc))
-    obs = session.reset()
-    agent_steps = 0
-    t0 = time.perf_counter()
-    while not obs.done:
-        obs = session.step()
+    session.reset()
+    agent_steps, wall, observe_s, observed = 0, 0.0, 0.0, 0
+    while not session.done:
+        t0 = time.perf_counter()
+        session.advance()  # what `vectorworld rollout` does per step
+        wall += time.perf_counter() - t0
         agent_steps += int(session.agents.valid.sum())
-    wall = time.perf_counter() - t0
+        if session.step_index % 10 == 0:  # what a served session adds: building the observation
+            t0 = time.perf_counter()
+            session.observe()
+            observe_s += time.perf_counter() - t0
+            observed += 1
     report = session.report()
     tiles = np.array(session.metrics.tile_ms)
     return {"km": report["km"], "end_reason": report["end_reason"], "steps": report["steps"],
@@ -36,6 +44,7 @@ def one(km: float, seed: int, generator: str, npc: str) -> dict:
             "tiles": len(tiles), "tile_ms_p50": round(float(np.percentile(tiles, 50)), 2),
             "tile_ms_p95": round(float(np.percentile(tiles, 95)), 2),
             "npc_policy_ms": round(report["npc_policy_ms"], 3),
+            "observe_ms": round(observe_s / max(observed, 1) * 1e3, 3),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
