@@ -93,6 +93,7 @@ class LaneGraph:
         """Bumped by every change (lanes added or removed, edges, types): caches compare it."""
         self._cells: dict[tuple[int, int], set[int]] = defaultdict(set)
         self._lane_cells: dict[int, set[tuple[int, int]]] = {}
+        self._vertices: tuple[int, np.ndarray, np.ndarray] | None = None  # version, all points (T, 2), owners (T,)
 
     def __len__(self) -> int:
         return len(self.lanes)
@@ -160,6 +161,19 @@ class LaneGraph:
             for j in range(cy - r, cy + r + 1):
                 found |= self._cells.get((i, j), set())
         return sorted(found)
+
+    def within(self, xy: np.ndarray, radius_m: float) -> list[int]:
+        """Ids (sorted) of lanes with a vertex within ``radius_m`` of ``xy``: one vectorised test over every
+        vertex of the graph (kept as one array until the graph changes)."""
+        if self._vertices is None or self._vertices[0] != self.version:
+            lanes = [self.lanes[i] for i in sorted(self.lanes)]
+            points = np.concatenate([lane.points for lane in lanes]) if lanes else np.zeros((0, 2))
+            owners = np.repeat([lane.id for lane in lanes], [len(lane.points) for lane in lanes])
+            self._vertices = (self.version, points, owners.astype(np.int64))
+        _, points, owners = self._vertices
+        delta = points - np.asarray(xy, dtype=np.float64)
+        inside = np.einsum("ij,ij->i", delta, delta) <= radius_m * radius_m
+        return np.unique(owners[inside]).tolist()
 
     def nearest(self, xy: np.ndarray, yaw: float | None = None, radius_m: float = 10.0) -> tuple[int, float]:
         """The lane closest to ``xy`` (and best aligned with ``yaw`` if given) and its distance (m).

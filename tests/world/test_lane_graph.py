@@ -33,3 +33,16 @@ def test_version_changes_with_the_graph() -> None:
     before = graph.version
     graph.connect(1, 2)
     assert graph.version > before
+
+
+def test_within_matches_a_per_lane_distance_test_and_follows_changes() -> None:
+    rng = np.random.default_rng(0)
+    graph = LaneGraph()
+    graph.add([Lane(i, np.cumsum(rng.normal(0.0, 3.0, (12, 2)), 0) + rng.uniform(-80, 80, 2)) for i in range(40)])
+    for step in range(6):
+        xy, radius = rng.uniform(-60, 60, 2), float(rng.uniform(5.0, 60.0))
+        expected = sorted(i for i, lane in graph.lanes.items()
+                          if (np.linalg.norm(lane.points - xy, axis=-1) <= radius).any())
+        assert graph.within(xy, radius) == expected
+        graph.remove([step])  # the cached vertex array must follow the graph
+        graph.add([Lane(100 + step, rng.uniform(-60, 60, (5, 2)))])

@@ -407,11 +407,7 @@ class Session:
         keep[e] = True
         order = np.concatenate([[e], np.nonzero(keep & (np.arange(a.capacity) != e))[0]])
         visible = Agents(**{f.name: getattr(a, f.name)[order] for f in dataclasses.fields(Agents)})
-        lanes = []
-        for lane_id in self.world.graph.near(ego_xy, radius):
-            lane = self.world.graph[lane_id]
-            if (np.linalg.norm(lane.points - ego_xy, axis=-1) <= radius).any():
-                lanes.append(lane)
+        lanes = [self.world.graph[i] for i in self.world.graph.within(ego_xy, radius)]
         route = tuple(i for i in self.routes.get(self.ego_id) if i in self.world.graph)
         polyline = build_path(self.world.graph, route).points if route else np.zeros((0, 2))
         return Observation(step=self.step_index, sim_time_us=self.step_index * int(DT_S * 1e6),
