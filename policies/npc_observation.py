@@ -43,6 +43,7 @@ ROUTE_FEATURES = 4
 NUM_RELATIONS = 6  # current, successor, predecessor, left, right, other
 STANDING_MPS = 0.1
 """Below this speed an agent off every route counts as parked (:func:`policy_slots`)."""
+_RELATION_ONE_HOT = np.eye(NUM_RELATIONS)
 CORRIDOR_CANDIDATES = 32
 """Nearest agents checked for the route corridor (the leader of a queue is among them)."""
 CORRIDOR_MARGIN_M = 0.5
@@ -119,11 +120,18 @@ def policy_slots(inp: PolicyInput, hold_parked: bool = True) -> np.ndarray:
     return slots
 
 
+_ONE_HOT_TYPES = (AgentType.VEHICLE, AgentType.PEDESTRIAN, AgentType.CYCLIST)
+_ONE_HOT_TABLE = np.zeros((max(AgentType) + 2, 3))
+for _column, _kind in enumerate(_ONE_HOT_TYPES):
+    _ONE_HOT_TABLE[_kind, _column] = 1.0
+
+
 def type_one_hot(agent_type: np.ndarray) -> np.ndarray:
-    """(..., 3) float one-hot of vehicle / pedestrian / cyclist (other types: zeros)."""
-    t = np.asarray(agent_type)
-    return np.stack([t == AgentType.VEHICLE, t == AgentType.PEDESTRIAN, t == AgentType.CYCLIST], -1).astype(
-        np.float64)
+    """(..., 3) float one-hot of vehicle / pedestrian / cyclist (other types: zeros); one table lookup (types
+    outside the enum read the all-zero last row)."""
+    t = np.asarray(agent_type, dtype=np.int64)
+    last = len(_ONE_HOT_TABLE) - 1
+    return _ONE_HOT_TABLE[np.where((t >= 0) & (t < last), t, last)]
 
 
 def _rotate(vec: np.ndarray, yaw: np.ndarray) -> np.ndarray:
@@ -178,6 +186,7 @@ class ObservationBuilder:
         self.targets = RouteTargets(self.routes)
         self.junctions = JunctionStops(self.routes)
         self._packed32: tuple[PackedLanes, np.ndarray] | None = None
+        self._edge_groups: tuple[PackedLanes, np.ndarray, np.ndarray] | None = None
 
     def reset(self) -> None:
         """Forget per-episode state (junction waiting times, cached route paths); the lane cache follows
@@ -285,12 +294,14 @@ class ObservationBuilder:
         order = np.argsort(key, axis=1, kind="stable")[:, :k]
         ok = np.isfinite(np.take_along_axis(key, order, 1))
         sel = others[order]
-        rel = _rotate(a.xy[sel] - xy[:, None], yaw)
         dyaw = a.yaw[sel] - yaw[:, None]
-        vel = _rotate(a.velocity[sel], yaw)
-        f = np.concatenate([rel, np.cos(dyaw)[..., None], np.sin(dyaw)[..., None], vel, a.length[sel][..., None],
-                            a.width[sel][..., None], type_one_hot(a.agent_type[sel])], -1)
-        feats[:, :k] = f * ok[..., None]
+        f = feats[:, :k]  # a view: the features are written in place, then masked
+        f[..., 0:2] = _rotate(a.xy[sel] - xy[:, None], yaw)
+        f[..., 2], f[..., 3] = np.cos(dyaw), np.sin(dyaw)
+        f[..., 4:6] = _rotate(a.velocity[sel], yaw)
+        f[..., 6], f[..., 7] = a.length[sel], a.width[sel]
+        f[..., 8:11] = type_one_hot(a.agent_type[sel])
+        f *= ok[..., None]
         mask[:, :k] = ok
         nslots[:, :k] = np.where(ok, sel, -1)
         return feats, mask, nslots
@@ -326,13 +337,16 @@ class ObservationBuilder:
         rows = np.arange(s)[:, None]
         rel = relation[rows, lane_of]
         rpos = route_pos[rows, lane_of]
-        feat = np.concatenate([
-            np.eye(NUM_RELATIONS)[rel], (rpos >= 0)[..., None], np.maximum(rpos, 0.0)[..., None],
-            packed.speed_limit_mps[lane_of][..., None] / 30.0, packed.width_m[lane_of][..., None] / 4.0], -1)
-        local = _rotate(packed.chunk_points[chosen] - xy[:, None, None], yaw)
         q = chosen.shape[1]
-        pts_out[:, :q] = local * ok[..., None, None]
-        feat_out[:, :q] = feat * ok[..., None]
+        feat = feat_out[:, :q]  # a view: the features are written in place, then masked
+        feat[..., :NUM_RELATIONS] = _RELATION_ONE_HOT[rel]
+        feat[..., NUM_RELATIONS] = rpos >= 0
+        feat[..., NUM_RELATIONS + 1] = np.maximum(rpos, 0.0)
+        feat[..., NUM_RELATIONS + 2] = packed.speed_limit_mps[lane_of] / 30.0
+        feat[..., NUM_RELATIONS + 3] = packed.width_m[lane_of] / 4.0
+        feat *= ok[..., None]
+        pts_out[:, :q] = _rotate(packed.chunk_points[chosen] - xy[:, None, None], yaw)
+        pts_out[:, :q] *= ok[..., None, None]
         mask_out[:, :q] = ok
         return pts_out, feat_out, mask_out
 
@@ -363,12 +377,28 @@ class ObservationBuilder:
             current[missing] = self._nearest_lane(packed, cand[missing], xy[missing], yaw[missing])
         relation = np.full((s, nl), NUM_RELATIONS - 1, np.int64)
         if len(packed.edge_src):
-            hit_s, hit_e = np.nonzero(current[:, None] == packed.edge_src[None])
+            hit_s, hit_e = self._edges_from(packed, current)
             # Relation codes 1..4 follow the EDGE_* constants shifted by one (0 is "current").
             relation[hit_s, packed.edge_dst[hit_e]] = packed.edge_kind[hit_e] + 1
         ok = current >= 0
         relation[np.nonzero(ok)[0], current[ok]] = 0
         return relation, route_pos
+
+    def _edges_from(self, packed: PackedLanes, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs (row, edge) of every edge whose source is ``lanes[row]`` (lanes (S,) lane indices, -1: none),
+        ordered by row, then edge index -- ``np.nonzero(lanes[:, None] == packed.edge_src[None])`` without the
+        (S, E) comparison (the edges grouped by source are kept while the packed lanes stay the same)."""
+        if self._edge_groups is None or self._edge_groups[0] is not packed:
+            order = np.argsort(packed.edge_src, kind="stable")
+            starts = np.searchsorted(packed.edge_src[order], np.arange(packed.num_lanes + 1))
+            self._edge_groups = (packed, order, starts)
+        _, order, starts = self._edge_groups
+        ok = (lanes >= 0) & (lanes < packed.num_lanes)
+        lo = np.where(ok, starts[np.clip(lanes, 0, packed.num_lanes - 1)], 0)
+        counts = np.where(ok, starts[np.clip(lanes + 1, 0, packed.num_lanes)] - lo, 0)
+        rows = np.repeat(np.arange(len(lanes)), counts)
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        return rows, order[np.repeat(lo, counts) + offsets]
 
     @staticmethod
     def _nearest_lane(packed: PackedLanes, cand: np.ndarray, xy: np.ndarray, yaw: np.ndarray) -> np.ndarray:
