@@ -1,19 +1,35 @@
-"""The generator CLI commands, driven through typer's runner on a tiny corpus."""
+"""The generator CLI commands, driven through typer's runner on a tiny corpus / dataset and a few tiles."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import tests.straight_world  # noqa: F401  (registers "test-straight")
+from tests.train.log_dataset import build_log_dataset
 from vectorworld.cli import app
 from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, save_corpus
 
+SECTION_8 = ("raw_epd_m_mean", "epd_m_mean", "epd_m_p95", "dangling_rate", "init_overlap_rate", "offlane_rate",
+             "jsd_nn_dist_m", "jsd_lateral_m", "jsd_heading_rad", "jsd_length_m", "jsd_width_m", "jsd_speed_mps",
+             "lane_frechet", "tile_ms_p50", "tile_ms_p95", "fallback_rate", "tiles")
 
-def test_train_vae_and_dit_commands(tmp_path: Path) -> None:
-    corpus = save_corpus(tmp_path / "c.npz", build_corpus(CorpusConfig(worlds=1, tiles_per_world=3,
-                                                                      generator="test-straight")))
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_log_dataset(tmp_path_factory.mktemp("log"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_corpus(tmp_path_factory.mktemp("corpus") / "c.npz",
+                       build_corpus(CorpusConfig(worlds=1, tiles_per_world=3, generator="test-straight")))
+
+
+def test_train_vae_and_dit_commands(tmp_path: Path, corpus: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["train", "vae", "--corpus", str(corpus), "--steps", "2", "--batch-size", "2",
                                  "--out", str(tmp_path / "vae")])
@@ -25,3 +41,59 @@ def test_train_vae_and_dit_commands(tmp_path: Path) -> None:
     assert (tmp_path / "dit" / "config.json").is_file()
     bad = runner.invoke(app, ["train", "dit", "--vae", str(tmp_path / "missing"), "--corpus", str(corpus)])
     assert bad.exit_code == 2 and "not found" in bad.output
+
+
+def test_train_on_a_dataset_folder(tmp_path: Path, dataset: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", "vae", "--data", str(dataset), "--steps", "2", "--batch-size", "2",
+                                 "--out", str(tmp_path / "vae")])
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout.splitlines()[0])
+    assert first == {"data": str(dataset), "tiles": 8}
+    result = runner.invoke(app, ["train", "dit", "--vae", str(tmp_path / "vae"), "--data", str(dataset),
+                                 "--steps", "2", "--batch-size", "2", "--out", str(tmp_path / "dit")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.splitlines()[0])["tiles"] == 8
+    assert (tmp_path / "dit" / "model.safetensors").is_file()
+
+
+def test_train_data_without_tiles_is_a_clear_error(tmp_path: Path) -> None:
+    from vectorworld.generation.learned import WEIGHTS_DIR
+
+    (tmp_path / "empty").mkdir()
+    for command in (["vae"], ["dit", "--vae", str(WEIGHTS_DIR)]):
+        result = CliRunner().invoke(app, ["train", *command, "--data", str(tmp_path / "empty"), "--steps", "1",
+                                          "--out", str(tmp_path / "out")])
+        assert result.exit_code == 2, result.output
+        assert str(tmp_path / "empty") in result.stderr and "no training tiles" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_generator_json_one_step(dataset: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", "generator", "--reference", str(dataset), "--steps", "1",
+                                      "--tiles", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)                     # stdout is the JSON report and nothing else
+    assert set(report) == {"meanflow_1step", "flow_matching_1step", "meanflow_1step_no_edge_gating",
+                           "procedural", "naive_agents_on_learned_lanes"}        # shipped ablations, 1 step only
+    for name in ("meanflow_1step", "flow_matching_1step", "meanflow_1step_no_edge_gating", "procedural"):
+        assert set(SECTION_8) <= set(report[name]) and report[name]["tiles"] == 3
+    assert "[5/5]" in result.stderr                        # progress went to stderr
+
+
+def test_eval_generator_table_other_steps_and_out(tmp_path: Path, corpus: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", "generator", "--reference", str(corpus), "--steps", "2",
+                                      "--tiles", "2", "--worlds", "2", "--ablations", str(tmp_path / "none"),
+                                      "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["metric", "meanflow_2step", "procedural", "naive_agents_on_learned_lanes"]
+    assert lines[1].split()[:3] == ["tiles", "2.0000", "2.0000"]
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert set(saved) == {"meanflow_2step", "procedural", "naive_agents_on_learned_lanes"}
+
+
+def test_eval_generator_rejects_an_overdetermined_tile_count(corpus: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", "generator", "--reference", str(corpus), "--tiles", "4",
+                                      "--worlds", "2", "--tiles-per-world", "3"])
+    assert result.exit_code == 2 and "at most one of" in result.stderr

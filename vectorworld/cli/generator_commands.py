@@ -1,13 +1,18 @@
 """CLI commands of the learned tile generator: ``train vae``, ``train dit`` and ``eval generator``.
 
-Thin wrappers over :mod:`vectorworld.train.generator_training`, :mod:`vectorworld.train.tile_corpus` and
+Thin wrappers over :mod:`vectorworld.train.generator_training`, :mod:`vectorworld.train.tile_data` and
 :mod:`vectorworld.eval.generator_report`. The full recipe of the shipped checkpoint is
 ``tools/train_generator.py``.
+
+``--data`` (alias ``--corpus``) takes a ``vectorworld dataset build`` folder, a folder with ``corpus.npz``
+or a tile corpus ``.npz``; without it a procedural corpus of ``--worlds`` worlds is built. ``eval
+generator`` prints a table (or, with ``--json``, only the JSON report) on stdout and its progress on stderr.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
@@ -15,13 +20,21 @@ import typer
 from vectorworld.cli.groups import bad_input, eval_app, train_app
 from vectorworld.errors import VectorWorldError
 
+DATA_HELP = ("Training tiles: a `vectorworld dataset build` folder, a folder with corpus.npz, or a tile corpus "
+             ".npz (default: build a procedural corpus of --worlds worlds).")
 
-def _corpus(corpus: Path | None, worlds: int, seed: int) -> dict:
-    from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, load_corpus
 
-    if corpus is not None:
-        return load_corpus(corpus)
-    return build_corpus(CorpusConfig(worlds=worlds, seed=seed))
+def _tiles(data: Path | None, worlds: int, seed: int, max_lanes: int, max_agents: int) -> dict:
+    from vectorworld.train.tile_corpus import CorpusConfig, build_corpus
+    from vectorworld.train.tile_data import load_training_tiles
+
+    if data is not None:
+        tiles = load_training_tiles(data, max_lanes, max_agents)
+    else:
+        tiles = build_corpus(CorpusConfig(worlds=worlds, seed=seed, max_lanes=max_lanes, max_agents=max_agents))
+    typer.echo(json.dumps({"data": str(data) if data is not None else f"procedural:{worlds}",
+                           "tiles": int(len(tiles["lane_valid"]))}))
+    return tiles
 
 
 def register(app: typer.Typer) -> None:
@@ -30,22 +43,22 @@ def register(app: typer.Typer) -> None:
     @train_app.command("vae")
     def train_vae_cmd(
         out: Path = typer.Option(Path("runs/generator/vae_only"), "--out", help="Checkpoint folder."),
-        corpus: Path | None = typer.Option(None, "--corpus", help="Tile corpus .npz (else built)."),
+        data: Path | None = typer.Option(None, "--data", "--corpus", help=DATA_HELP),
         worlds: int = typer.Option(20, "--worlds", min=1, help="Procedural worlds if building a corpus."),
         steps: int = typer.Option(2000, "--steps", min=1),
         batch_size: int = typer.Option(64, "--batch-size", min=1),
         device: str = typer.Option("cpu", "--device"),
         seed: int = typer.Option(0, "--seed"),
     ) -> None:
-        """Train the motion-aware gated VAE on a procedural tile corpus."""
+        """Train the motion-aware gated VAE on tiles from --data (or a procedural corpus)."""
         from vectorworld.generation.egr_dit import DiTConfig
         from vectorworld.generation.outpaint import OutpaintModel
         from vectorworld.generation.vae import VAEConfig
         from vectorworld.train.generator_training import TrainConfig, train_vae
 
         try:
-            tiles = _corpus(corpus, worlds, seed)
             config = VAEConfig()
+            tiles = _tiles(data, worlds, seed, config.max_lanes, config.max_agents)
             train = TrainConfig(steps=steps, batch_size=batch_size, device=device, seed=seed)
             vae, result = train_vae(tiles, config, train,
                                     log=lambda s, p: typer.echo(json.dumps({"step": s, **p})))
@@ -61,8 +74,8 @@ def register(app: typer.Typer) -> None:
     def train_dit_cmd(
         vae: Path = typer.Option(Path("runs/generator/vae_only"), "--vae", help="Checkpoint with the VAE."),
         out: Path = typer.Option(Path("runs/generator/main"), "--out", help="Checkpoint folder."),
-        corpus: Path | None = typer.Option(None, "--corpus", help="Tile corpus .npz (else built)."),
-        worlds: int = typer.Option(20, "--worlds", min=1),
+        data: Path | None = typer.Option(None, "--data", "--corpus", help=DATA_HELP),
+        worlds: int = typer.Option(20, "--worlds", min=1, help="Procedural worlds if building a corpus."),
         steps: int = typer.Option(4000, "--steps", min=1),
         batch_size: int = typer.Option(64, "--batch-size", min=1),
         edge_gating: bool = typer.Option(True, "--edge-gating/--no-edge-gating"),
@@ -78,8 +91,8 @@ def register(app: typer.Typer) -> None:
 
         try:
             vae_model = OutpaintModel.load(vae).vae
-            tiles = _corpus(corpus, worlds, seed)
             cfg = vae_model.config
+            tiles = _tiles(data, worlds, seed, cfg.max_lanes, cfg.max_agents)
             dit_config = DiTConfig(latent=cfg.latent, max_lanes=cfg.max_lanes, max_agents=cfg.max_agents,
                                    edge_gating=edge_gating)
             train = TrainConfig(steps=steps, batch_size=batch_size, device=device, seed=seed)
@@ -93,25 +106,51 @@ def register(app: typer.Typer) -> None:
 
     @eval_app.command("generator")
     def eval_generator_cmd(
-        reference: Path = typer.Option(..., "--reference", help="Held-out reference corpus .npz."),
+        reference: Path | None = typer.Option(
+            None, "--reference", help="Held-out tiles: corpus .npz, folder with corpus.npz or dataset folder "
+            "(default: a procedural corpus of 10 worlds, seed 20000)."),
         weights: Path | None = typer.Option(None, "--weights", help="Checkpoint (default: shipped)."),
-        ablations: Path | None = typer.Option(None, "--ablations", help="Folder with nogate/ and fm/."),
-        worlds: int = typer.Option(10, "--worlds", min=1),
-        tiles_per_world: int = typer.Option(12, "--tiles-per-world", min=2),
+        ablations: Path | None = typer.Option(
+            None, "--ablations", help="Folder with nogate/ and fm/ (default: WEIGHTS/ablations if present)."),
+        steps: int | None = typer.Option(
+            None, "--steps", min=1, help="Only learned variants with this many sampling steps (default: 1 and "
+            "--k-steps)."),
+        k_steps: int = typer.Option(4, "--k-steps", min=1, help="The multi-step count K."),
+        tiles: int | None = typer.Option(
+            None, "--tiles", min=1, help="Outpainted tiles to evaluate per variant, in all. Split into "
+            "ceil(N / (tiles-per-world - 1)) worlds, or over --worlds if given; overrides the default 10 x 11."),
+        worlds: int | None = typer.Option(None, "--worlds", min=1, help="Worlds grown (default 10)."),
+        tiles_per_world: int | None = typer.Option(
+            None, "--tiles-per-world", min=2, help="Tiles per world, the first not evaluated (default 12)."),
         seed: int = typer.Option(1000, "--seed"),
         workers: int = typer.Option(1, "--workers", min=1, help="Variants evaluated in parallel."),
         out: Path | None = typer.Option(None, "--out", help="Write the JSON report here too."),
+        as_json: bool = typer.Option(False, "--json", help="Print only the JSON report on stdout (no table)."),
     ) -> None:
         """DESIGN §8 fidelity metrics of the learned generator, its ablations and the baselines."""
-        from vectorworld.eval.generator_report import generator_report
+        from vectorworld.eval.generator_report import format_table, generator_report, json_ready, plan_tiles
         from vectorworld.generation.learned import WEIGHTS_DIR
 
+        weights = weights or WEIGHTS_DIR
+        if ablations is None and (weights / "ablations").is_dir():
+            ablations = weights / "ablations"
+
+        def progress(name: str, metrics: dict[str, float], done: int, total: int) -> None:
+            line = f"[{done}/{total}] {name}"
+            if "tiles" in metrics:
+                line += f": {int(metrics['tiles'])} tiles, tile_ms p50 {metrics.get('tile_ms_p50', math.nan):.1f}"
+            typer.echo(line, err=True)
+
         try:
-            report = generator_report(weights or WEIGHTS_DIR, reference, ablations, worlds, tiles_per_world,
-                                      seed, workers=workers)
+            n_worlds, per_world = plan_tiles(tiles, worlds, tiles_per_world)
+            typer.echo(f"evaluating {n_worlds} worlds x {per_world - 1} tiles"
+                       + (f" (capped at {tiles})" if tiles is not None else "")
+                       + ("" if reference is not None else ", building the procedural reference"), err=True)
+            report = generator_report(weights, reference, ablations, n_worlds, per_world, seed, k_steps=k_steps,
+                                      workers=workers, steps=steps, max_tiles=tiles, progress=progress)
         except VectorWorldError as err:
             raise bad_input(err) from err
-        text = json.dumps(report, indent=1)
+        text = json.dumps(json_ready(report), indent=1, allow_nan=False)
         if out is not None:
             out.write_text(text)
-        typer.echo(text)
+        typer.echo(text if as_json else format_table(report))

@@ -93,19 +93,27 @@ class GrownWorlds:
     cpu_ms: list[float] = field(default_factory=list)
 
 
-def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, seed: int) -> GrownWorlds:
-    """Grow worlds tile by tile at random open out ports (the same procedure as the training corpus)."""
+def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, seed: int,
+                max_tiles: int | None = None) -> GrownWorlds:
+    """Grow worlds tile by tile at random open out ports (the same procedure as the training corpus).
+
+    Each world has its first tile plus up to ``tiles_per_world - 1`` outpainted tiles (the ones recorded);
+    ``max_tiles`` caps the outpainted tiles over all worlds (the last world is cut short, later ones are
+    not grown)."""
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
 
     rng = np.random.default_rng(seed)
     out = GrownWorlds()
     generator = _CpuTimed(generator)
+    left = np.inf if max_tiles is None else max_tiles
     for _ in range(worlds):
+        if left <= 0:
+            break
         world = StreamingWorld(generator, rng, WorldConfig(max_tiles_per_update=1, retention_m=1e9))
         world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
         records: list[TileRecord] = []
         for _ in range(4 * tiles_per_world):
-            if len(records) >= tiles_per_world - 1:
+            if len(records) >= min(tiles_per_world - 1, left):
                 break
             grown = world.grow_at_random_end(rng)
             if grown is None:
@@ -118,6 +126,7 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
                                           made.content.used_fallback, raw))
         out.graphs.append(world.graph)
         out.records.append(records)
+        left -= len(records)
     out.cpu_ms = generator.cpu_ms
     return out
 
@@ -330,15 +339,17 @@ def crop_grown(grown: GrownWorlds, max_lanes: int = 40, max_agents: int = 24,
 
 
 def evaluate_generator(generator: TileGenerator, reference: list[TileTensors], worlds: int = 10,
-                       tiles_per_world: int = 12, seed: int = 1000, threads: int = 2) -> dict[str, float]:
-    """All §8 metrics of one generator (torch limited to ``threads`` threads while it runs)."""
+                       tiles_per_world: int = 12, seed: int = 1000, threads: int = 2,
+                       max_tiles: int | None = None) -> dict[str, float]:
+    """All §8 metrics of one generator (torch limited to ``threads`` threads while it runs); ``max_tiles``
+    caps the outpainted tiles (see :func:`grow_worlds`)."""
     import torch
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         start = time.perf_counter()
-        grown = grow_worlds(generator, worlds, tiles_per_world, seed)
+        grown = grow_worlds(generator, worlds, tiles_per_world, seed, max_tiles)
         metrics = world_metrics(grown)
         metrics["wall_s"] = time.perf_counter() - start
         learned = GrownWorlds(graphs=grown.graphs, records=[[r for r in rs if not r.used_fallback]
