@@ -78,13 +78,12 @@ class JunctionStops:
         grants, and the stop walls of the agents not granted."""
         core, a = self.core, inp.agents
         requests = []
-        approach = core.params.junction_approach_m
-        for slot, profile, s_m in zip(slots.tolist(), fix.profiles, fix.s_m.tolist(), strict=True):
-            if profile is None or profile.connector < 0:
-                continue
-            dist = profile.connector_s - s_m
-            if 0.0 <= dist <= approach:
-                requests.append(core.junction_request(int(a.id[slot]), profile.connector, dist, float(a.speed[slot])))
+        ahead = fix.connector_m
+        for k in np.nonzero((ahead >= 0.0) & (ahead <= core.params.junction_approach_m))[0].tolist():
+            profile, slot = fix.profiles[k], int(slots[k])
+            if profile is not None and profile.connector >= 0:
+                requests.append(core.junction_request(int(a.id[slot]), profile.connector, float(ahead[k]),
+                                                      float(a.speed[slot])))
         requests, granted = core.grant(inp, requests)
         held = sorted((r.agent_id, r.connector) for r in requests if r.agent_id not in granted)
         if not held:

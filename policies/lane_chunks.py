@@ -3,12 +3,15 @@
 Each lane is cut into chunks of at most ``chunk_length_m`` metres, each resampled to ``chunk_points``
 points in the direction of travel, so long real lanes (WOMD) and short generated ones look alike to the
 policy. The packed arrays are rebuilt only when the graph's lanes change (lanes are immutable values, so
-identity tells whether one changed).
+identity tells whether one changed); while the graph's ``version`` stays the same not even the lanes are
+compared. :class:`ChunkTables` holds what the per-step queries derive from one packing (float32 points, the
+relation of every lane pair joined by an edge).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -16,6 +19,8 @@ from vectorworld import geometry
 from vectorworld.scene import Lane, LaneGraph
 
 EDGE_SUCCESSOR, EDGE_PREDECESSOR, EDGE_LEFT, EDGE_RIGHT = 0, 1, 2, 3
+RELATION_CURRENT, RELATION_OTHER = 0, 5
+"""Relation codes of a lane to an agent's current lane: the lane itself, none; an edge kind k is 1 + k."""
 
 
 @dataclass(frozen=True)
@@ -47,14 +52,19 @@ class PackedLanes:
     def num_chunks(self) -> int:
         return len(self.chunk_lane)
 
+    @cached_property
+    def _sorted_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """``lane_ids`` ascending (NL,) and the order (NL,) that sorts them (computed once per packing)."""
+        order = np.argsort(self.lane_ids)
+        return self.lane_ids[order], order
+
     def lane_index(self, ids: np.ndarray) -> np.ndarray:
         """Indices (...) of lane ids (...) in ``lane_ids``; -1 for ids not in the graph."""
         ids = np.asarray(ids, dtype=np.int64)
         if self.num_lanes == 0:
             return np.full(ids.shape, -1, np.int64)
-        order = np.argsort(self.lane_ids)
-        pos = np.clip(np.searchsorted(self.lane_ids[order], ids), 0, self.num_lanes - 1)
-        idx = order[pos]
+        ordered, order = self._sorted_ids
+        idx = order[np.clip(np.searchsorted(ordered, ids), 0, self.num_lanes - 1)]
         return np.where(self.lane_ids[idx] == ids, idx, -1)
 
 
@@ -77,9 +87,15 @@ class LaneChunkCache:
         self.chunk_points = chunk_points
         self._chunks: dict[int, tuple[Lane, np.ndarray]] = {}
         self._packed: PackedLanes | None = None
+        self._synced: tuple[LaneGraph, int | None] | None = None  # the graph and its version the packing reflects
 
     def update(self, graph: LaneGraph) -> PackedLanes:
-        """The packed lanes of ``graph`` (cached while no lane changed)."""
+        """The packed lanes of ``graph`` (cached while no lane changed; while the graph object and its
+        ``version`` are the ones of the last call, without looking at the lanes)."""
+        version = getattr(graph, "version", None)
+        if self._packed is not None and self._synced is not None and self._synced[0] is graph \
+                and version is not None and self._synced[1] == version:
+            return self._packed
         changed = self._packed is None or len(self._chunks) != len(graph.lanes)
         for lane_id, lane in graph.lanes.items():
             entry = self._chunks.get(lane_id)
@@ -95,6 +111,7 @@ class LaneChunkCache:
             changed = True
         packed = self._pack() if changed or self._packed is None else self._packed
         self._packed = packed
+        self._synced = (graph, version)
         return packed
 
     def _pack(self) -> PackedLanes:
@@ -124,3 +141,52 @@ class LaneChunkCache:
             edge_dst=np.array(dst, dtype=np.int64),
             edge_kind=np.array(kind, dtype=np.int64),
         )
+
+
+@dataclass(frozen=True)
+class ChunkTables:
+    """Lookup arrays derived from one :class:`PackedLanes`, for the per-step chunk and relation queries
+    (build once per packing: :meth:`build`).
+
+    centre_sq: (M,) squared norms of the chunk centres, m^2. x32, y32: (P, M) float32 chunk point
+    coordinates, m, global frame (point-major); x64, y64: (M, P) the same in float64. pair_key: (E',) int64
+    ascending, ``src * NL + dst`` of every lane pair joined by an edge; pair_code: (E',) int64 its relation
+    code ``1 + EDGE_*`` (of the pair's last edge where several join it).
+    """
+
+    packed: PackedLanes
+    centre_sq: np.ndarray
+    x32: np.ndarray
+    y32: np.ndarray
+    x64: np.ndarray
+    y64: np.ndarray
+    pair_key: np.ndarray
+    pair_code: np.ndarray
+
+    @staticmethod
+    def build(packed: PackedLanes) -> ChunkTables:
+        key = packed.edge_src * packed.num_lanes + packed.edge_dst
+        pair_key, last = np.unique(key[::-1], return_index=True)  # first in reverse: the pair's last edge
+        pts = packed.chunk_points
+        return ChunkTables(packed=packed,
+                           centre_sq=(packed.chunk_center * packed.chunk_center).sum(1),
+                           x32=np.ascontiguousarray(pts[..., 0].T, dtype=np.float32),
+                           y32=np.ascontiguousarray(pts[..., 1].T, dtype=np.float32),
+                           x64=np.ascontiguousarray(pts[..., 0]),
+                           y64=np.ascontiguousarray(pts[..., 1]),
+                           pair_key=pair_key.astype(np.int64),
+                           pair_code=packed.edge_kind[::-1][last].astype(np.int64) + 1)
+
+    def relation(self, current: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """Relation codes (S, Q) int64 of the lanes ``lanes`` (S, Q) (lane indices) to each row's current lane
+        ``current`` (S,) (lane index, -1: none): RELATION_CURRENT for the current lane itself, ``1 + EDGE_*``
+        for the lanes an edge of the current lane points at, RELATION_OTHER for the rest."""
+        current = np.asarray(current, dtype=np.int64)[:, None]
+        lanes = np.asarray(lanes, dtype=np.int64)
+        out = np.full(lanes.shape, RELATION_OTHER, np.int64)
+        if len(self.pair_key):
+            query = current * self.packed.num_lanes + lanes
+            pos = np.minimum(np.searchsorted(self.pair_key, query), len(self.pair_key) - 1)
+            out = np.where((self.pair_key[pos] == query) & (current >= 0), self.pair_code[pos], RELATION_OTHER)
+        return np.where((lanes == current) & (current >= 0), RELATION_CURRENT, out)
+

@@ -31,7 +31,7 @@ from policies.base import PolicyInput
 from policies.deltasim_junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
 from policies.deltasim_routes import RouteTargets
 from policies.idm import IdmCore
-from policies.lane_chunks import LaneChunkCache, PackedLanes
+from policies.lane_chunks import ChunkTables, LaneChunkCache, PackedLanes
 from vectorworld import geometry
 from vectorworld.scene import AgentType
 
@@ -44,6 +44,7 @@ NUM_RELATIONS = 6  # current, successor, predecessor, left, right, other
 STANDING_MPS = 0.1
 """Below this speed an agent off every route counts as parked (:func:`policy_slots`)."""
 _RELATION_ONE_HOT = np.eye(NUM_RELATIONS)
+_INF32_BITS = int(np.array(np.inf, np.float32).view(np.int32))
 CORRIDOR_CANDIDATES = 32
 """Nearest agents checked for the route corridor (the leader of a queue is among them)."""
 CORRIDOR_MARGIN_M = 0.5
@@ -141,21 +142,22 @@ def _rotate(vec: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     return np.stack([c * vec[..., 0] + s * vec[..., 1], -s * vec[..., 0] + c * vec[..., 1]], -1)
 
 
-def _polyline_distance(points: np.ndarray, polyline: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Distance (S, c) of points (S, c, 2) to each row's polyline (S, R, 2) through its valid vertices
-    (S, R) (segments between two valid consecutive vertices; inf where a row has none)."""
+def _polyline_distance(px: np.ndarray, py: np.ndarray, polyline: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Distance (S, c) of points (x ``px``, y ``py``: (S, c)) to each row's polyline (S, R, 2) through its valid
+    vertices (S, R) (segments between two valid consecutive vertices; inf where a row has none)."""
     seg_ok = valid[:, :-1] & valid[:, 1:]                                          # (S, K)
     pa = polyline[:, :-1]
     ab = polyline[:, 1:] - pa
     inv_len2 = np.where(seg_ok, 1.0 / np.maximum(np.einsum("skx,skx->sk", ab, ab), 1e-12), 0.0)
-    apx = points[:, :, None, 0] - pa[:, None, :, 0]                                # (S, c, K)
-    apy = points[:, :, None, 1] - pa[:, None, :, 1]
-    abx, aby = ab[:, None, :, 0], ab[:, None, :, 1]
-    t = np.clip((apx * abx + apy * aby) * inv_len2[:, None], 0.0, 1.0)
+    # Segment-major (K, S, c): the minimum over the segments is then an elementwise reduction.
+    ax, ay = pa[..., 0].T[..., None], pa[..., 1].T[..., None]                      # (K, S, 1)
+    abx, aby = ab[..., 0].T[..., None], ab[..., 1].T[..., None]
+    apx = px - ax                                                                  # (K, S, c)
+    apy = py - ay
+    t = np.clip((apx * abx + apy * aby) * inv_len2.T[..., None], 0.0, 1.0)
     dx, dy = apx - t * abx, apy - t * aby
-    d2 = dx * dx + dy * dy
-    d2[~np.broadcast_to(seg_ok[:, None], d2.shape)] = np.inf
-    return np.sqrt(d2.min(-1))
+    d2 = np.where(seg_ok.T[..., None], dx * dx + dy * dy, np.inf)
+    return np.sqrt(d2.min(0))
 
 
 def stop_tokens(held: HeldAgents, ids: np.ndarray, xy: np.ndarray, yaw: np.ndarray
@@ -185,8 +187,7 @@ class ObservationBuilder:
         self.routes = IdmCore()  # route paths (cached per route), shared by the route targets and junction stops
         self.targets = RouteTargets(self.routes)
         self.junctions = JunctionStops(self.routes)
-        self._packed32: tuple[PackedLanes, np.ndarray] | None = None
-        self._edge_groups: tuple[PackedLanes, np.ndarray, np.ndarray] | None = None
+        self._tables: ChunkTables | None = None
 
     def reset(self) -> None:
         """Forget per-episode state (junction waiting times, cached route paths); the lane cache follows
@@ -194,11 +195,11 @@ class ObservationBuilder:
         self.routes.reset()
         self.targets.reset()
 
-    def _points32(self, packed: PackedLanes) -> np.ndarray:
-        """float32 copy of ``packed.chunk_points`` (M, P, 2), kept while the packed lanes stay the same."""
-        if self._packed32 is None or self._packed32[0] is not packed:
-            self._packed32 = (packed, packed.chunk_points.astype(np.float32))
-        return self._packed32[1]
+    def tables(self, packed: PackedLanes) -> ChunkTables:
+        """The lookup tables of ``packed`` (built once per packing)."""
+        if self._tables is None or self._tables.packed is not packed:
+            self._tables = ChunkTables.build(packed)
+        return self._tables
 
     def skip(self, inp: PolicyInput) -> None:
         """Advance the per-step state (junction waiting clocks) for a step that is not observed."""
@@ -210,10 +211,14 @@ class ObservationBuilder:
     def _routed(inp: PolicyInput, slots: np.ndarray) -> np.ndarray:
         """``slots`` plus every other valid agent with a route, ascending."""
         a = inp.agents
-        others = np.nonzero(a.valid)[0]
-        others = others[~np.isin(others, slots)]
-        routed = [slot for slot in others.tolist() if inp.routes.get(int(a.id[slot]))]
-        return np.union1d(slots, np.asarray(routed, np.int64)).astype(np.int64)
+        others = a.valid.copy()
+        others[slots] = False
+        routes = inp.routes
+        chosen = np.zeros(len(others), bool)
+        chosen[[slot for slot, i in zip(np.nonzero(others)[0].tolist(), a.id[others].tolist(), strict=True)
+                if routes.get(i)]] = True
+        chosen[slots] = True
+        return np.nonzero(chosen)[0].astype(np.int64)
 
     def __call__(self, inp: PolicyInput, slots: np.ndarray | None = None) -> Observation:
         """Observe ``slots`` (default: valid controlled slots, ascending).
@@ -243,9 +248,9 @@ class ObservationBuilder:
         neighbors, nmask, nslots = self._neighbors(inp, slots, route)
         stop, stop_mask = stop_tokens(held, agents.id[slots], agents.xy[slots], agents.yaw[slots])
         f32 = np.float32
-        return Observation(slots, history.astype(f32), static.astype(f32), neighbors.astype(f32), nmask,
-                           nslots, lane_pts.astype(f32), lane_feat.astype(f32), lmask, route.astype(f32),
-                           stop.astype(f32), stop_mask)
+        return Observation(slots, history.astype(f32, copy=False), static.astype(f32),
+                           neighbors.astype(f32, copy=False), nmask, nslots, lane_pts.astype(f32, copy=False),
+                           lane_feat.astype(f32, copy=False), lmask, route.astype(f32), stop.astype(f32), stop_mask)
 
     def _own(self, inp: PolicyInput, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a = inp.agents
@@ -253,10 +258,14 @@ class ObservationBuilder:
         hist = a.history[slots, -h:]
         hvalid = a.history_valid[slots, -h:]
         origin, yaw = a.xy[slots], a.yaw[slots]
-        local = _rotate(hist[..., :2] - origin[:, None], yaw)
+        cos, sin = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+        gx, gy = hist[..., 0] - origin[:, 0, None], hist[..., 1] - origin[:, 1, None]   # (S, H)
         dyaw = hist[..., 2] - yaw[:, None]
-        out = np.concatenate([local, np.cos(dyaw)[..., None], np.sin(dyaw)[..., None], hist[..., 3:4],
-                              np.ones_like(dyaw)[..., None]], -1) * hvalid[..., None]
+        out = np.empty(hist.shape[:2] + (HISTORY_FEATURES,), np.float32)  # rounded once when stored
+        out[..., 0], out[..., 1] = cos * gx + sin * gy, -sin * gx + cos * gy
+        out[..., 2], out[..., 3] = np.cos(dyaw), np.sin(dyaw)
+        out[..., 4], out[..., 5] = hist[..., 3], 1.0
+        out *= hvalid[..., None]
         static = np.concatenate([a.length[slots, None], a.width[slots, None], type_one_hot(a.agent_type[slots])],
                                 -1)
         return out, static
@@ -271,34 +280,42 @@ class ObservationBuilder:
         n = cfg.max_neighbors
         others = np.nonzero(a.valid)[0]
         s = len(slots)
-        feats = np.zeros((s, n, NEIGHBOR_FEATURES))
+        feats = np.zeros((s, n, NEIGHBOR_FEATURES), np.float32)  # written in float64, rounded when stored
         mask = np.zeros((s, n), bool)
         nslots = np.full((s, n), -1, np.int64)
         if s == 0 or len(others) == 0:
             return feats, mask, nslots
         xy, yaw = a.xy[slots], a.yaw[slots]
-        dist = np.linalg.norm(a.xy[others][None] - xy[:, None], axis=-1)
+        cos, sin = np.cos(yaw)[:, None], np.sin(yaw)[:, None]                     # (S, 1)
+        dx = a.xy[others, 0][None] - xy[:, 0, None]
+        dy = a.xy[others, 1][None] - xy[:, 1, None]
+        dist = np.sqrt(dx * dx + dy * dy)                                         # (S, O)
         dist[others[None] == slots[:, None]] = np.inf
         key = np.where(dist <= cfg.neighbor_radius_m, dist, np.inf)
         # Route corridor among the nearest candidates: agents ahead whose box reaches the route polyline.
         c = min(CORRIDOR_CANDIDATES, len(others))
         near = np.argpartition(dist, c - 1, axis=1)[:, :c] if c < len(others) else np.tile(np.arange(c), (s, 1))
-        near_d = np.take_along_axis(dist, near, 1)
-        rel = _rotate(a.xy[others[near]] - xy[:, None], yaw)                     # (S, c, 2)
-        lateral = _polyline_distance(rel, route[..., :2], route[..., 2] > 0.5)    # (S, c)
-        reach = (a.width[slots][:, None] + a.width[others[near]]) / 2 + CORRIDOR_MARGIN_M
-        corridor = (lateral < reach) & (rel[..., 0] > 0.0) & (near_d <= cfg.corridor_range_m)
-        np.put_along_axis(key, near, np.where(corridor, near_d - CORRIDOR_PRIORITY_M, key[np.arange(s)[:, None],
-                                                                                        near]), 1)
+        rows = np.arange(s)[:, None]
+        near_d = dist[rows, near]
+        near_slots = others[near]
+        gx, gy = a.xy[near_slots, 0] - xy[:, 0, None], a.xy[near_slots, 1] - xy[:, 1, None]
+        ahead = cos * gx + sin * gy                                               # (S, c) in the agent frame
+        lateral = _polyline_distance(ahead, -sin * gx + cos * gy, route[..., :2], route[..., 2] > 0.5)
+        reach = (a.width[slots][:, None] + a.width[near_slots]) / 2 + CORRIDOR_MARGIN_M
+        corridor = (lateral < reach) & (ahead > 0.0) & (near_d <= cfg.corridor_range_m)
+        key[rows, near] = np.where(corridor, near_d - CORRIDOR_PRIORITY_M, key[rows, near])
         k = min(n, len(others))
         order = np.argsort(key, axis=1, kind="stable")[:, :k]
-        ok = np.isfinite(np.take_along_axis(key, order, 1))
+        ok = np.isfinite(key[rows, order])
         sel = others[order]
         dyaw = a.yaw[sel] - yaw[:, None]
         f = feats[:, :k]  # a view: the features are written in place, then masked
-        f[..., 0:2] = _rotate(a.xy[sel] - xy[:, None], yaw)
+        gx, gy = a.xy[sel, 0] - xy[:, 0, None], a.xy[sel, 1] - xy[:, 1, None]
+        f[..., 0], f[..., 1] = cos * gx + sin * gy, -sin * gx + cos * gy
         f[..., 2], f[..., 3] = np.cos(dyaw), np.sin(dyaw)
-        f[..., 4:6] = _rotate(a.velocity[sel], yaw)
+        velocity = a.velocity
+        vx, vy = velocity[sel, 0], velocity[sel, 1]
+        f[..., 4], f[..., 5] = cos * vx + sin * vy, -sin * vx + cos * vy
         f[..., 6], f[..., 7] = a.length[sel], a.width[sel]
         f[..., 8:11] = type_one_hot(a.agent_type[sel])
         f *= ok[..., None]
@@ -310,8 +327,8 @@ class ObservationBuilder:
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cfg = self.config
         s, lcap, p = len(slots), cfg.max_lane_chunks, cfg.chunk_points
-        pts_out = np.zeros((s, lcap, p, 2))
-        feat_out = np.zeros((s, lcap, LANE_FEATURES))
+        pts_out = np.zeros((s, lcap, p, 2), np.float32)  # written in float64, rounded once when stored
+        feat_out = np.zeros((s, lcap, LANE_FEATURES), np.float32)
         mask_out = np.zeros((s, lcap), bool)
         m = packed.num_chunks
         if s == 0 or m == 0:
@@ -321,22 +338,24 @@ class ObservationBuilder:
         # Pre-select by chunk centre, then rank the candidates by their closest point.
         # Squared centre distances as one small matrix product (|c|^2 - 2 x.c + |x|^2), then the closest
         # point of each candidate in float32 (metres relative to the agent: precise to well below 1 mm).
-        centre = packed.chunk_center
-        centre_d2 = (centre * centre).sum(1)[None] - 2.0 * xy @ centre.T + (xy * xy).sum(1)[:, None]
+        tables = self.tables(packed)
+        centre_d2 = tables.centre_sq[None] - 2.0 * xy @ packed.chunk_center.T + (xy * xy).sum(1)[:, None]
         k = min(3 * lcap, m)
         cand = np.argpartition(centre_d2, k - 1, axis=1)[:, :k] if k < m else np.tile(np.arange(m), (s, 1))
-        rel = self._points32(packed)[cand] - xy.astype(np.float32)[:, None, None]
-        point_d = np.sqrt(np.einsum("...i,...i->...", rel, rel).min(-1)).astype(np.float64)  # one sqrt
-        point_d = np.where(point_d <= cfg.lane_radius_m, point_d, np.inf)
-        order = np.lexsort((cand, point_d), axis=1)[:, : min(lcap, k)]
-        chosen = np.take_along_axis(cand, order, 1)
-        d_sel = np.take_along_axis(point_d, order, 1)
-        ok = np.isfinite(d_sel)
-        relation, route_pos = self._relations(inp, slots, packed, cand, xy, yaw)
+        xy32 = xy.astype(np.float32)
+        dx = np.take(tables.x32, cand, 1) - xy32[:, 0, None]                      # (P, S, k)
+        dy = np.take(tables.y32, cand, 1) - xy32[:, 1, None]
+        point_d = np.sqrt((dx * dx + dy * dy).min(0))  # one sqrt; (S, k) float32, >= 0
+        # Rank by (distance, chunk index), the out-of-range ones (inf) last: one sort of int64 keys made of the
+        # float32 bit pattern (ordered as the values, for values >= 0) and the chunk index.
+        bits = np.where(point_d.astype(np.float64) <= cfg.lane_radius_m, point_d.view(np.int32), _INF32_BITS)
+        key = np.sort((bits.astype(np.int64) << 32) | cand, axis=1)[:, : min(lcap, k)]
+        chosen = key & 0xFFFFFFFF
+        ok = (key >> 32) < _INF32_BITS
+        current, route_pos = self._relations(inp, slots, packed, cand, xy, yaw)
         lane_of = packed.chunk_lane[chosen]
-        rows = np.arange(s)[:, None]
-        rel = relation[rows, lane_of]
-        rpos = route_pos[rows, lane_of]
+        rel = tables.relation(current, lane_of)
+        rpos = route_pos[np.arange(s)[:, None], lane_of]
         q = chosen.shape[1]
         feat = feat_out[:, :q]  # a view: the features are written in place, then masked
         feat[..., :NUM_RELATIONS] = _RELATION_ONE_HOT[rel]
@@ -345,17 +364,21 @@ class ObservationBuilder:
         feat[..., NUM_RELATIONS + 2] = packed.speed_limit_mps[lane_of] / 30.0
         feat[..., NUM_RELATIONS + 3] = packed.width_m[lane_of] / 4.0
         feat *= ok[..., None]
-        pts_out[:, :q] = _rotate(packed.chunk_points[chosen] - xy[:, None, None], yaw)
-        pts_out[:, :q] *= ok[..., None, None]
+        cos, sin = np.cos(yaw)[:, None, None], np.sin(yaw)[:, None, None]
+        gx = np.take(tables.x64, chosen, 0) - xy[:, 0, None, None]                # (S, q, P)
+        gy = np.take(tables.y64, chosen, 0) - xy[:, 1, None, None]
+        pts_out[:, :q, :, 0] = (cos * gx + sin * gy) * ok[..., None]
+        pts_out[:, :q, :, 1] = (-sin * gx + cos * gy) * ok[..., None]
         mask_out[:, :q] = ok
         return pts_out, feat_out, mask_out
 
     def _relations(self, inp: PolicyInput, slots: np.ndarray, packed: PackedLanes, cand: np.ndarray,
                    xy: np.ndarray, yaw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per agent and lane: relation code (S, NL) int64 and route position (S, NL) in [0, 1] or -1."""
+        """Per agent: its current lane (S,) int64 (the first lane of its route, else the lane of the nearest
+        point of its candidate chunks ``cand`` (S, k)) and the route position (S, NL) in [0, 1] of every lane,
+        -1 off the route."""
         s, nl = len(slots), packed.num_lanes
-        ids = inp.agents.id[slots]
-        routes = [tuple(inp.routes.get(int(i), ())) for i in ids]
+        routes = [inp.routes.get(i, ()) for i in inp.agents.id[slots].tolist()]
         lengths = np.array([len(r) for r in routes], dtype=np.int64)
         flat = np.array([lane for r in routes for lane in r], dtype=np.int64)
         flat_idx = packed.lane_index(flat)
@@ -369,36 +392,12 @@ class ObservationBuilder:
         rev = np.nonzero(keep)[0][::-1]
         route_pos[owner[rev], flat_idx[rev]] = position[rev] / denom[rev]
         current = np.full(s, -1, np.int64)
-        has_route = lengths > 0
         if len(flat):
-            current = np.where(has_route, flat_idx[np.minimum(starts, len(flat) - 1)], -1)
+            current = np.where(lengths > 0, flat_idx[np.minimum(starts, len(flat) - 1)], -1)
         missing = current < 0
-        if np.any(missing):
+        if missing.any():
             current[missing] = self._nearest_lane(packed, cand[missing], xy[missing], yaw[missing])
-        relation = np.full((s, nl), NUM_RELATIONS - 1, np.int64)
-        if len(packed.edge_src):
-            hit_s, hit_e = self._edges_from(packed, current)
-            # Relation codes 1..4 follow the EDGE_* constants shifted by one (0 is "current").
-            relation[hit_s, packed.edge_dst[hit_e]] = packed.edge_kind[hit_e] + 1
-        ok = current >= 0
-        relation[np.nonzero(ok)[0], current[ok]] = 0
-        return relation, route_pos
-
-    def _edges_from(self, packed: PackedLanes, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Pairs (row, edge) of every edge whose source is ``lanes[row]`` (lanes (S,) lane indices, -1: none),
-        ordered by row, then edge index -- ``np.nonzero(lanes[:, None] == packed.edge_src[None])`` without the
-        (S, E) comparison (the edges grouped by source are kept while the packed lanes stay the same)."""
-        if self._edge_groups is None or self._edge_groups[0] is not packed:
-            order = np.argsort(packed.edge_src, kind="stable")
-            starts = np.searchsorted(packed.edge_src[order], np.arange(packed.num_lanes + 1))
-            self._edge_groups = (packed, order, starts)
-        _, order, starts = self._edge_groups
-        ok = (lanes >= 0) & (lanes < packed.num_lanes)
-        lo = np.where(ok, starts[np.clip(lanes, 0, packed.num_lanes - 1)], 0)
-        counts = np.where(ok, starts[np.clip(lanes + 1, 0, packed.num_lanes)] - lo, 0)
-        rows = np.repeat(np.arange(len(lanes)), counts)
-        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        return rows, order[np.repeat(lo, counts) + offsets]
+        return current, route_pos
 
     @staticmethod
     def _nearest_lane(packed: PackedLanes, cand: np.ndarray, xy: np.ndarray, yaw: np.ndarray) -> np.ndarray:

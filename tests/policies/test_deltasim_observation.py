@@ -193,22 +193,29 @@ def test_the_leader_ahead_on_the_route_is_observed_before_nearer_agents() -> Non
     assert set(obs.neighbor_slots[0, 1:].tolist()) <= set(range(3, 11))
 
 
-def test_edges_by_source_match_the_full_comparison() -> None:
-    """The grouped edge lookup of the lane relations gives the pairs of the plain (S, E) comparison, in order."""
-    from policies.lane_chunks import PackedLanes
+def test_relation_lookup_matches_the_plain_edge_scan() -> None:
+    """The relation codes looked up by lane pair equal those of a plain scan over every edge (later edges of a
+    repeated pair overwriting earlier ones, the current lane last), including agents without a current lane."""
+    from policies.lane_chunks import ChunkTables, PackedLanes
     from policies.npc_observation import type_one_hot
 
     rng = np.random.default_rng(3)
     num_lanes, num_edges = 12, 40
-    src = rng.integers(0, num_lanes, num_edges)
+    src, dst = rng.integers(0, num_lanes, num_edges), rng.integers(0, num_lanes, num_edges)
+    kind = rng.integers(0, 4, num_edges)
     packed = PackedLanes(np.arange(num_lanes), np.ones(num_lanes), np.ones(num_lanes), np.zeros((0, 9, 2)),
-                         np.zeros((0, 2)), np.zeros(0, np.int64), src, rng.integers(0, num_lanes, num_edges),
-                         rng.integers(0, 4, num_edges))
-    builder = ObservationBuilder()
-    lanes = np.concatenate([rng.integers(-1, num_lanes, 30), [-1, num_lanes - 1, 0]])
-    rows, edges = builder._edges_from(packed, lanes)
-    want_rows, want_edges = np.nonzero(lanes[:, None] == src[None])
-    np.testing.assert_array_equal(rows, want_rows)
-    np.testing.assert_array_equal(edges, want_edges)
+                         np.zeros((0, 2)), np.zeros(0, np.int64), src, dst, kind)
+    current = np.concatenate([rng.integers(-1, num_lanes, 30), [-1, num_lanes - 1, 0]])
+    lanes = rng.integers(0, num_lanes, (len(current), 7))
+    lanes[:, 0] = np.maximum(current, 0)
+    want = np.full((len(current), num_lanes), 5)
+    for row, cur in enumerate(current):
+        for e in range(num_edges):
+            if src[e] == cur:
+                want[row, dst[e]] = kind[e] + 1
+        if cur >= 0:
+            want[row, cur] = 0
+    got = ChunkTables.build(packed).relation(current, lanes)
+    np.testing.assert_array_equal(got, np.take_along_axis(want, lanes, 1))
     types = np.array([[0, 1, 2], [3, 4, 7]])
     np.testing.assert_array_equal(type_one_hot(types), [[_one_hot(t) for t in row] for row in types])
