@@ -12,8 +12,9 @@ contact), and the penalty is ``sum_t weight_t * missing_t`` (logits), worst neig
 
 Faster primitives towards an obstacle are pushed down more, and the steep first-step term (large weight,
 small margin) makes a step into contact lose against any step that avoids it, even at crawling speed where
-the candidates differ by centimetres. Neighbours behind the agent's centre are ignored (the follower is
-responsible for the gap). All in the agent's own frame.
+the candidates differ by centimetres. Neighbours whose centre is behind the agent's rear are ignored (the
+follower is responsible for the gap); those alongside count, so a turning agent does not sweep its flank
+over a car standing beside it. All in the agent's own frame.
 """
 
 from __future__ import annotations
@@ -90,6 +91,17 @@ def primitive_arcs(primitives: np.ndarray, times_s: tuple[float, ...], brake_dec
     return out
 
 
+def route_stations(arcs: torch.Tensor, distances: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Where distances ``arcs`` (...) m fall among the route targets at ``distances`` (R,) m: the target before
+    (... int64, the one after is the next), the fraction of the way to the next (...), and whether the arc is
+    within the targets (... bool). Depends on the arcs only, so it is computed once per vocabulary."""
+    r = distances.shape[0]
+    j = torch.clamp(torch.bucketize(arcs, distances), 1, r - 1)
+    i = j - 1
+    frac = torch.clamp((arcs - distances[i]) / (distances[j] - distances[i]), 0.0, 1.0)
+    return i, frac, arcs <= distances[-1]
+
+
 def follow_route(straight: torch.Tensor, first: torch.Tensor, arcs: torch.Tensor, route_ahead: torch.Tensor,
                  distances: torch.Tensor) -> torch.Tensor:
     """Swept boxes (S, C, T, 4) of candidates that brake *along the agent's route* after their first step.
@@ -103,22 +115,24 @@ def follow_route(straight: torch.Tensor, first: torch.Tensor, arcs: torch.Tensor
     straight box is kept. A car turning through a junction thus checks the cars on its turn, not those
     straight ahead of its current heading.
     """
-    s, c, t = arcs.shape
-    r = distances.shape[0]
+    return follow_route_at(straight, first, route_stations(arcs, distances), route_ahead)
+
+
+def follow_route_at(straight: torch.Tensor, first: torch.Tensor,
+                    stations: tuple[torch.Tensor, torch.Tensor, torch.Tensor], route_ahead: torch.Tensor
+                    ) -> torch.Tensor:
+    """:func:`follow_route` with the candidates' arcs already placed among the route targets
+    (:func:`route_stations`, each (S, C, T))."""
+    lo, frac, in_range = stations
+    s, c, t = lo.shape
     pts, ok = route_ahead[..., :2], route_ahead[..., 2] > 0.5                   # (S, R, 2), (S, R)
-
-    def along(arc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Route point (S, n, 2) and whether it is known (S, n) at arcs (S, n)."""
-        j = torch.clamp(torch.bucketize(arc, distances), 1, r - 1)
-        i = j - 1
-        a = torch.gather(pts, 1, i[..., None].expand(-1, -1, 2))
-        b = torch.gather(pts, 1, j[..., None].expand(-1, -1, 2))
-        frac = torch.clamp((arc - distances[i]) / (distances[j] - distances[i]), 0.0, 1.0)
-        known = torch.gather(ok, 1, i) & torch.gather(ok, 1, j) & (arc <= distances[-1])
-        return a + frac[..., None] * (b - a), known
-
-    pos, pos_ok = along(arcs.reshape(s, c * t))
-    pos, pos_ok = pos.reshape(s, c, t, 2), pos_ok.reshape(s, c, t)
+    # Both neighbouring targets of every (candidate, time) by one gather: rows [lo | lo + 1].
+    index = torch.cat([lo.reshape(s, c * t), lo.reshape(s, c * t) + 1], 1)      # (S, 2CT)
+    ends = torch.gather(pts, 1, index[..., None].expand(-1, -1, 2))
+    a, b = ends[:, : c * t].reshape(s, c, t, 2), ends[:, c * t:].reshape(s, c, t, 2)
+    ends_ok = torch.gather(ok, 1, index)
+    pos = a + frac[..., None] * (b - a)
+    pos_ok = ends_ok[:, : c * t].reshape(s, c, t) & ends_ok[:, c * t:].reshape(s, c, t) & in_range
     # Entry 0 is the route point after the first step: shift the route through the first-step position.
     pos = pos + (first[..., :2] - pos[:, :, 0])[:, :, None]
     known = pos_ok & pos_ok[:, :, :1]
@@ -168,14 +182,15 @@ def collision_penalty(paths: torch.Tensor, own_length: torch.Tensor, own_width: 
     paths: (S, Kc, T, 4) own swept boxes in the agent frame up to each check time (centre x, y, heading,
     extra length; see :func:`primitive_paths`); own_length/width: (S,) m;
     neighbors: (S, N, 11) observation features (x, y, cos, sin, vx, vy, length, width, ...) in the agent
-    frame; neighbor_mask: (S, N) bool. Only (agent, neighbour) pairs with the neighbour ahead and within
-    ``max_range_m`` are evaluated.
+    frame; neighbor_mask: (S, N) bool. Only (agent, neighbour) pairs with the neighbour's centre ahead of the
+    agent's rear and within ``max_range_m`` are evaluated.
 
     No data-dependent Python control flow (empty selections flow through as empty tensors), so the
     function can be recorded by ``torch.jit.trace`` inside :class:`policies.deltasim_scoring.DeltaSimScorer`.
     """
     dtype = paths.dtype
-    active = neighbor_mask & (neighbors[..., 0] > 0.0) & (neighbors[..., :2].norm(dim=-1) < config.max_range_m)
+    beside_or_ahead = neighbors[..., 0] > -own_length[:, None] / 2
+    active = neighbor_mask & beside_or_ahead & (neighbors[..., :2].norm(dim=-1) < config.max_range_m)
     rows, cols = torch.nonzero(active, as_tuple=True)
     times = torch.tensor(config.times_s, dtype=dtype)
     weights = torch.tensor(config.weights, dtype=dtype)

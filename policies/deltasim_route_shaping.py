@@ -51,17 +51,20 @@ class RouteShapingConfig:
 def route_penalty(centres: torch.Tensor, route_ahead: torch.Tensor, config: RouteShapingConfig) -> torch.Tensor:
     """Penalty (S, C) >= 0 of candidate centres (S, C, T, 2) (agent frame, at ``config.times_s``) given the
     route targets (S, R, 4) (x, y, valid, cap; agent frame)."""
-    pts = route_ahead[:, : config.targets, :2]                                 # (S, P, 2)
-    ok = route_ahead[:, : config.targets, 2] > 0.5                            # (S, P)
-    a = pts[:, :-1]                                                            # (S, P-1, 2) segment starts
-    ab = pts[:, 1:] - a
+    pts = route_ahead[:, : config.targets]                                     # (S, P, 4)
+    ok = pts[..., 2] > 0.5                                                     # (S, P)
+    # Segments a -> a + (bx, by) between consecutive targets, as (S, 1, P-1) rows (x and y apart: the
+    # products below then run over contiguous (S, C*T, P-1) blocks).
+    ax, ay = pts[:, None, :-1, 0], pts[:, None, :-1, 1]
+    bx, by = pts[:, None, 1:, 0] - ax, pts[:, None, 1:, 1] - ay
     seg_ok = ok[:, :-1] & ok[:, 1:]                                            # (S, P-1)
-    inv = torch.where(seg_ok, 1.0 / torch.clamp((ab * ab).sum(-1), min=1e-9), torch.zeros_like(ab[..., 0]))
+    inv = torch.where(seg_ok[:, None], 1.0 / torch.clamp(bx * bx + by * by, min=1e-9), torch.zeros_like(bx))
     s, c, t, _ = centres.shape
-    flat = centres.reshape(s, c * t, 1, 2) - a[:, None]                        # (S, C*T, P-1, 2)
-    u = torch.clamp((flat * ab[:, None]).sum(-1) * inv[:, None], 0.0, 1.0)
-    off = flat - u[..., None] * ab[:, None]
-    d2 = (off * off).sum(-1) + (~seg_ok)[:, None] * 1e12                      # (S, C*T, P-1)
+    fx = centres[..., 0].reshape(s, c * t, 1) - ax                             # (S, C*T, P-1)
+    fy = centres[..., 1].reshape(s, c * t, 1) - ay
+    u = torch.clamp((fx * bx + fy * by) * inv, 0.0, 1.0)
+    ox, oy = fx - u * bx, fy - u * by
+    d2 = (ox * ox + oy * oy) + (~seg_ok)[:, None] * 1e12                      # (S, C*T, P-1)
     dist = torch.sqrt(d2.amin(-1)).reshape(s, c, t)
     weights = torch.tensor(config.weights, dtype=centres.dtype)
     return (torch.relu(dist - config.tolerance_m) * weights * seg_ok.any(-1)[:, None, None]).sum(-1)

@@ -32,7 +32,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from policies.collision_shaping import CollisionShapingConfig, collision_penalty, follow_route, primitive_arcs
+from policies.collision_shaping import (
+    CollisionShapingConfig,
+    collision_penalty,
+    follow_route_at,
+    primitive_arcs,
+    route_stations,
+)
 from policies.deltasim_infer import INPUTS, DeltaSimInference
 from policies.deltasim_route_shaping import RouteShapingConfig, route_penalty, speed_penalty
 from policies.deltasim_routes import ROUTE_AHEAD_M
@@ -99,7 +105,11 @@ class DeltaSimScorer(nn.Module):
         self.register_buffer("times_s", torch.tensor(times, dtype=paths.dtype))    # (T,)
         arcs = (primitive_arcs(primitives.double().numpy(), collision.times_s, collision.brake_decel_mps2, dt_s)
                 if collision is not None and collision.follow_route else np.zeros((0, 0)))
-        self.register_buffer("arcs", torch.from_numpy(arcs).to(paths.dtype))      # (K, T)
+        # Where each primitive's braking path reaches among the route targets (:func:`route_stations`).
+        lo, frac, in_range = route_stations(torch.from_numpy(arcs).to(paths.dtype), self.route_distances)
+        self.register_buffer("station_lo", lo)                                     # (K, T)
+        self.register_buffer("station_frac", frac)                                 # (K, T)
+        self.register_buffer("station_in_range", in_range)                         # (K, T)
         self.collision = collision
         self.dt_s = dt_s
         self.shaping = shaping
@@ -131,8 +141,8 @@ class DeltaSimScorer(nn.Module):
         if self.collision is not None:
             cand_paths = self.paths[cand]                                          # (S, C, T, 4)
             if self.collision.follow_route:
-                cand_paths = follow_route(cand_paths, self.primitives[0][cand], self.arcs[cand], route_ahead,
-                                          self.route_distances)
+                stations = (self.station_lo[cand], self.station_frac[cand], self.station_in_range[cand])
+                cand_paths = follow_route_at(cand_paths, self.primitives[0][cand], stations, route_ahead)
             reachable = reachable_neighbors(cand_paths, static[:, 0], static[:, 1], neighbors, neighbor_mask,
                                             self.times_s, max(self.collision.margins_m))
             conflict = collision_penalty(cand_paths, static[:, 0], static[:, 1], neighbors, reachable,

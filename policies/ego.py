@@ -12,7 +12,7 @@ import importlib
 import numpy as np
 
 from policies.base import Policy, PolicyInput
-from policies.idm import IdmCore, IdmParams, IdmPolicy
+from policies.idm import IdmCore, IdmParams, IdmPolicy, SharesIdmCore
 from vectorworld import geometry
 from vectorworld.errors import ConfigError
 from vectorworld.sim.commands import EgoCommand, TrajectoryCommand
@@ -66,11 +66,16 @@ class IdmRoutePlanner(EgoPlanner):
 
 
 def share_idm_core(planner: EgoPlanner, policy: Policy | None) -> None:
-    """Let an IDM ego planner and IDM NPC policy with the same parameters share one core: every agent is
-    then planned once per step (the same decisions as two cores, about half the work)."""
-    if (isinstance(planner, IdmRoutePlanner) and isinstance(policy, IdmPolicy)
-            and planner.core.params == policy.core.params):
+    """Let an IDM ego planner and the NPC policy share one core. With IDM NPCs of the same parameters every
+    agent is then planned once per step (the same decisions as two cores, about half the work); a policy
+    that decides the junction right of way itself (:class:`policies.idm.SharesIdmCore`, ΔSim) adopts the
+    planner's core, and the planner reads that decision instead of taking it again."""
+    if not isinstance(planner, IdmRoutePlanner):
+        return
+    if isinstance(policy, IdmPolicy) and planner.core.params == policy.core.params:
         planner.core = policy.core = IdmCore(policy.core.params, plans_everyone=True)
+    elif isinstance(policy, SharesIdmCore):
+        policy.adopt_idm_core(planner.core)
 
 
 def load_planner(spec: str) -> EgoPlanner:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -106,6 +107,15 @@ class PathProfile:
                    lanes[0].length_m + 2.0)
 
 
+@runtime_checkable
+class SharesIdmCore(Protocol):
+    """A policy that can work on an ego planner's :class:`IdmCore` (route paths, junction right of way)."""
+
+    def adopt_idm_core(self, core: IdmCore) -> bool:
+        """Use ``core`` from now on if its parameters fit; returns whether it was adopted."""
+        ...
+
+
 class IdmCore:
     """The batched IDM computation shared by the NPC policy and the default ego planner."""
 
@@ -115,6 +125,7 @@ class IdmCore:
         """Plan every valid agent at once and answer each caller from that plan (set when the ego planner
         and the NPC policy share this core: one computation per step instead of two)."""
         self._last_plan: tuple[Agents, int, IdmPlan] | None = None
+        self._last_grant: tuple[Agents, int, set[int], set[int]] | None = None
         self.conflicts = ConflictMap()
         self._paths: dict[tuple[int, ...], PathProfile] = {}
         self._paths_version = -1
@@ -128,6 +139,7 @@ class IdmCore:
         self._memo_agents, self._memo = None, {}
         self._waited_s = {}
         self._last_plan = None
+        self._last_grant = None
 
     def path(self, inp: PolicyInput, agent_id: int) -> RoutePath | None:
         profile = self.profile(inp, agent_id)
@@ -202,11 +214,18 @@ class IdmCore:
             if profile.connector >= 0 and 0.0 <= dist <= p.junction_approach_m:
                 requests.append(self.junction_request(agent_id, profile.connector, dist, float(a.speed[slots[row]])))
                 entry_s[agent_id] = profile.connector_s
-        requests += self._other_requests(inp, slots)
-        requests, granted = self.grant(inp, requests)
+        decided = self.decision(inp)
+        if decided is None:  # nobody decided this state's right of way yet: decide it for everyone
+            requests += self._other_requests(inp, slots)
+            requests, granted = self.grant(inp, requests)
+            held = set(entry_s) - granted
+        else:  # decided by whoever shares this core (requests from its own route positions): an agent it
+            # did not count as approaching is not held
+            requested, granted = decided
+            held = (set(entry_s) & requested) - granted
         for row, slot in enumerate(slots):
             agent_id = int(a.id[slot])
-            if agent_id in entry_s and agent_id not in granted:
+            if agent_id in held:
                 stop_at[row] = min(stop_at[row], entry_s[agent_id] - 0.5 + a.length[slot] / 2.0)
         gap, lead_speed = np.full(n, np.inf), np.zeros(n)  # agents without a route stop anyway
         gap[rows], lead_speed[rows] = self._leaders(inp, slots[rows], ahead[rows], ahead_s[rows], s_now[rows])
@@ -236,11 +255,23 @@ class IdmCore:
         """Right of way for this step's ``requests`` (every agent approaching a junction; call once per step,
         it advances the waiting clocks): the requests that stand (those into a blocked exit are dropped
         unless committed) and the ids of the agents granted their connector."""
+        requested = {r.agent_id for r in requests}
         requests = self._exit_clear(inp, requests)
         granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests,
                                    self._waited_s)
         self._update_waits(inp, requests, granted)
+        self._last_grant = (inp.agents, inp.step, requested, granted)
         return requests, granted
+
+    def decision(self, inp: PolicyInput) -> tuple[set[int], set[int]] | None:
+        """(ids that requested a connector, ids granted one) of this step's :meth:`grant` for the state of
+        ``inp``, or None if it has not run for that state. A planner sharing this core with a policy that
+        granted every agent (the ΔSim junction stops) reads the decision instead of taking it again: one
+        decision per state, and the waiting clocks advance once per step."""
+        last = self._last_grant
+        if last is not None and last[0] is inp.agents and last[1] == inp.step:
+            return last[2], last[3]
+        return None
 
     def _positions(self, inp: PolicyInput, slots: np.ndarray,
                    profiles: list[PathProfile | None]) -> tuple[np.ndarray, np.ndarray]:

@@ -67,6 +67,23 @@ def test_collision_penalty_pushes_down_primitives_into_a_stopped_leader() -> Non
     assert torch.all(only_far == 0.0)
 
 
+def test_collision_penalty_counts_a_car_standing_alongside() -> None:
+    """A turning agent sweeps its flank over a car standing beside it (centre behind the agent's centre, ahead
+    of its rear): turning into it is penalised, driving straight on is not; a follower behind stays ignored."""
+    cfg = CollisionShapingConfig()
+    prims = np.array([[0.5, 0.0, 0.0], [0.5, -0.02, -0.08]])                 # straight, turning right
+    paths = torch.from_numpy(primitive_paths(prims, cfg).astype(np.float32))[None]
+    nbr = torch.zeros(1, 2, 11)
+    nbr[0, 0, :8] = torch.tensor([-1.0, -2.3, 1, 0, 0, 0, 4.5, 2.0])         # alongside, to the right
+    nbr[0, 1, :8] = torch.tensor([-6.0, 0.0, 1, 0, 0, 0, 4.5, 2.0])          # behind
+    length, width = torch.tensor([4.5]), torch.tensor([2.0])
+    pen = collision_penalty(paths, length, width, nbr, torch.tensor([[True, False]]), cfg)[0]
+    assert pen[0] < pen[1]
+    assert pen[1] > 0
+    behind = collision_penalty(paths, length, width, nbr, torch.tensor([[False, True]]), cfg)[0]
+    assert torch.all(behind == 0.0)
+
+
 def test_warm_start_history_changes_the_decision() -> None:
     ckpt = _checkpoint()
     inp = synthetic_input(10, np.random.default_rng(5))
