@@ -46,6 +46,7 @@ from policies.deltasim_net import observation_tensors
 from policies.deltasim_route_shaping import RouteShapingConfig
 from policies.deltasim_scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
 from policies.feasibility import braking_floor, project_feasible
+from policies.idm import IdmCore, IdmParams
 from policies.npc_observation import Observation, ObservationBuilder, policy_slots
 from vectorworld.errors import ConfigError
 
@@ -133,6 +134,7 @@ class DeltaSimPolicy(Policy):
         self.config = config
         self._ckpt = checkpoint
         self._builder: ObservationBuilder | None = None
+        self._idm_core: IdmCore | None = None
         self._paths: torch.Tensor | None = None
         self._prims: torch.Tensor | None = None
         self._scoring: tuple[DeltaSimInference, _Scorer] | None = None
@@ -151,7 +153,7 @@ class DeltaSimPolicy(Policy):
     def _setup(self) -> tuple[ObservationBuilder, torch.Tensor, torch.Tensor]:
         ckpt = self.checkpoint
         if self._builder is None or self._paths is None or self._prims is None:
-            self._builder = ObservationBuilder(ckpt.observation)
+            self._builder = ObservationBuilder(ckpt.observation, self._idm_core)
             prims = ckpt.vocabulary.primitives
             self._prims = torch.from_numpy(prims.astype(np.float32))
             self._paths = torch.from_numpy(
@@ -181,6 +183,16 @@ class DeltaSimPolicy(Policy):
             self._scoring = (fast, trace_scorer(scorer, inputs) if cfg.trace else scorer)
             self._scoring_version = version
         return self._scoring
+
+    def adopt_idm_core(self, core: IdmCore) -> bool:
+        """Take route paths and the junction right of way from ``core`` (an IDM ego planner's), if it has the
+        default parameters the observation was trained with: the planner then reads this policy's junction
+        decision instead of taking its own (:meth:`policies.idm.IdmCore.decision`), the same decision as
+        before for half the work. See :func:`policies.ego.share_idm_core`."""
+        if core.params != IdmParams():
+            return False
+        self._idm_core, self._builder = core, None
+        return True
 
     def reset(self) -> None:
         self.last_step = None

@@ -181,10 +181,13 @@ def stop_tokens(held: HeldAgents, ids: np.ndarray, xy: np.ndarray, yaw: np.ndarr
 class ObservationBuilder:
     """Builds :class:`Observation` batches; keeps the lane-chunk cache between steps."""
 
-    def __init__(self, config: ObservationConfig = ObservationConfig()) -> None:
+    def __init__(self, config: ObservationConfig = ObservationConfig(), core: IdmCore | None = None) -> None:
+        """``core``: the IDM core whose route paths and junction rule to use (default: a new one with default
+        parameters; an IDM ego planner's core can be passed to share both with it)."""
         self.config = config
         self.lanes = LaneChunkCache(config.chunk_length_m, config.chunk_points)
-        self.routes = IdmCore()  # route paths (cached per route), shared by the route targets and junction stops
+        # route paths (cached per route), shared by the route targets and junction stops
+        self.routes = core if core is not None else IdmCore()
         self.targets = RouteTargets(self.routes)
         self.junctions = JunctionStops(self.routes)
         self._tables: ChunkTables | None = None
