@@ -159,3 +159,33 @@ def test_a_network_that_wants_to_brake_harder_than_feasible_brakes_as_hard_as_fe
     raw = DeltaSimPolicy(DeltaSimConfig(temperature=1.0, kinematic_shaping=False), checkpoint=ckpt).act(
         _input(agents, crossing_connectors), np.random.default_rng(0))
     assert raw[0, 0] < braking_floor(np.array([10.0]))[0] - 0.5
+
+
+def test_ego_planner_reads_the_junction_decision_of_deltasim(monkeypatch) -> None:
+    """With ΔSim NPCs and the IDM ego planner (one shared core), the right of way is decided once per step, and
+    the ego's trajectory is the one it would plan deciding alone."""
+    from policies.ego import IdmRoutePlanner
+    from vectorworld.sim.session import Session, SessionConfig
+
+    calls: list[tuple[int, int]] = []
+    grant = IdmCore.grant
+
+    def counting(self: IdmCore, inp: PolicyInput, requests: list) -> tuple:
+        calls.append((id(self), inp.step))
+        return grant(self, inp, requests)
+
+    monkeypatch.setattr(IdmCore, "grant", counting)
+    session = Session(SessionConfig(seed=0, target_km=0.2, npc_policy="deltasim"))
+    session.reset()
+    assert session.npc_policy._idm_core is session.planner.core
+    alone = IdmRoutePlanner()
+    for _ in range(40):
+        inp = session._policy_input(np.zeros(session.agents.capacity, bool))
+        session.advance()
+        # A planner with its own core decides the same state from scratch (its clocks: fresh, like the
+        # shared core's at this point only while nobody has waited yet).
+        if not session.planner.core._waited_s:
+            assert np.allclose(alone.plan(inp).poses, session.ego_plan)
+    shared = [step for core, step in calls if core == id(session.planner.core)]
+    assert shared == list(range(40))  # once per step, on the shared core
+    assert any(core != id(session.planner.core) for core, _ in calls)  # the comparison planner did run
