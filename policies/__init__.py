@@ -9,6 +9,9 @@ from __future__ import annotations
 from policies.base import POLICIES, Policy, PolicyInput, make_policy, register_policy
 from vectorworld.plugins import available_plugins, load_plugin
 
+DEFAULT_NPC_POLICY = "deltasim"
+"""The NPC policy of rollouts and sessions unless one is named: the learned ΔSim (``idm`` is rule-based)."""
+
 POLICY_MODULES = {
     "idm": "policies.idm",
     "constant-velocity": "policies.constant_velocity",
@@ -27,5 +30,5 @@ def available_policies() -> list[str]:
     return available_plugins(POLICY_MODULES, POLICIES)
 
 
-__all__ = ["Policy", "PolicyInput", "available_policies", "load_policy_module", "make_policy",
+__all__ = ["DEFAULT_NPC_POLICY", "Policy", "PolicyInput", "available_policies", "load_policy_module", "make_policy",
            "register_policy"]

@@ -3,7 +3,7 @@
 The real-time factor times the engine step of a batch rollout (``Session.advance``, as `vectorworld rollout`);
 ``observe_ms`` is what building an observation adds per step for a served session (sampled every 10 steps).
 
-Usage: python tools/bench_rollout.py [--km 1 10] [--seed 0] [--generator procedural] [--npc idm]
+Usage: python tools/bench_rollout.py [--km 1 10] [--seed 0] [--generator procedural] [--npc deltasim]
 
 Each distance runs in a fresh subprocess so peak RSS (ru_maxrss) is measured per rollout.
 """
@@ -16,6 +16,8 @@ import resource
 import subprocess
 import sys
 import time
+
+from policies import DEFAULT_NPC_POLICY
 
 
 def one(km: float, seed: int, generator: str, npc: str) -> dict:
@@ -53,7 +55,7 @@ def main() -> None:
     parser.add_argument("--km", type=float, nargs="+", default=[1.0, 10.0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generator", default="procedural")
-    parser.add_argument("--npc", default="idm")
+    parser.add_argument("--npc", default=DEFAULT_NPC_POLICY)
     parser.add_argument("--one", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:

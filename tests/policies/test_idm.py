@@ -154,7 +154,7 @@ def test_a_shared_core_drives_exactly_like_separate_cores():
     from policies.idm import IdmCore
     from vectorworld.sim.session import Session, SessionConfig
 
-    config = SessionConfig(seed=3, target_km=1.0)
+    config = SessionConfig(seed=3, target_km=1.0, npc_policy="idm")
     shared, separate = Session(config), Session(config)
     assert shared.planner.core is shared.npc_policy.core and shared.planner.core.plans_everyone
     separate.planner.core, separate.npc_policy.core = IdmCore(), IdmCore()

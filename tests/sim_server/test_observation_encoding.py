@@ -30,7 +30,7 @@ from vectorworld.sim.session import Session
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.v1 import world_pb2
 
-CHURN = {"target_km": 0.15, "observation_radius_m": 15.0}
+CHURN = {"target_km": 0.2, "observation_radius_m": 15.0}
 """A short test-straight episode whose small radius makes lanes leave and enter the view every few steps."""
 
 

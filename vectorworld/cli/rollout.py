@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from policies import DEFAULT_NPC_POLICY
 from vectorworld.cli.groups import bad_input, fail
 from vectorworld.errors import VectorWorldError
 
@@ -73,7 +74,7 @@ def register(app: typer.Typer) -> None:
         episodes: int = typer.Option(1, "--episodes", help="Number of episodes."),
         out: Path | None = typer.Option(None, "--out", help="Write the JSON report here (atomic)."),
         record: Path | None = typer.Option(None, "--record", help="Write a recording for the debugger."),
-        npc: str = typer.Option("idm", "--npc", help="NPC policy: idm | constant-velocity | ..."),
+        npc: str = typer.Option(DEFAULT_NPC_POLICY, "--npc", help="NPC policy: deltasim | idm | constant-velocity."),
         planner: str = typer.Option("idm", "--planner", help="Ego planner: idm | module:Class."),
         generator: str = typer.Option("procedural", "--generator", help="Tile generator."),
         max_steps: int | None = typer.Option(None, "--max-steps", help="Step limit per episode."),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from policies import DEFAULT_NPC_POLICY
 from vectorworld.cli.groups import bad_input, fail
 from vectorworld.errors import VectorWorldError
 
@@ -31,7 +32,7 @@ def register(app: typer.Typer) -> None:
                                            help="Close sessions idle for this many seconds."),
         grace: float = typer.Option(10.0, "--grace", help="Seconds in-flight calls get at shutdown."),
         generator: str = typer.Option("procedural", "--generator", help="Default tile generator."),
-        npc: str = typer.Option("idm", "--npc", help="Default NPC policy."),
+        npc: str = typer.Option(DEFAULT_NPC_POLICY, "--npc", help="Default NPC policy."),
         scenario_dir: Path | None = typer.Option(None, "--scenario-dir",
                                                  help="Directory of logs clients may start scenarios from."),
     ) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from policies import DEFAULT_NPC_POLICY
 from vectorworld.cli.groups import bad_input, fail
 from vectorworld.errors import VectorWorldError
 
@@ -70,7 +71,7 @@ def register(app: typer.Typer) -> None:
         drive: bool = typer.Option(False, "--drive", help="Drive a local session with the arrow keys."),
         seed: int = typer.Option(0, "--seed", help="Seed of the --drive session."),
         generator: str = typer.Option("procedural", "--generator", help="Tile generator for --drive."),
-        npc: str = typer.Option("idm", "--npc", help="NPC policy for --drive."),
+        npc: str = typer.Option(DEFAULT_NPC_POLICY, "--npc", help="NPC policy for --drive."),
         km: float = typer.Option(5.0, "--km", help="Target distance of the --drive episode (km)."),
         scenario: str | None = typer.Option(None, "--scenario",
                                             help="--drive from a log: womd:PATH[#INDEX] or nuplan:DB."),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from policies import DEFAULT_NPC_POLICY
 from policies.base import Policy, PolicyInput, make_policy
 from policies.ego import EgoPlanner, load_planner, share_idm_core
 from vectorworld import DT_S, geometry
@@ -49,7 +50,7 @@ class SessionConfig:
     seed: int = 0
     target_km: float = 1.0
     generator: str = "procedural"
-    npc_policy: str = "idm"
+    npc_policy: str = DEFAULT_NPC_POLICY
     planner: str = "idm"
     agent_capacity: int = 128
     observation_radius_m: float = 80.0
