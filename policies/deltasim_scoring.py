@@ -42,7 +42,7 @@ from policies.collision_shaping import (
 from policies.deltasim_infer import INPUTS, DeltaSimInference
 from policies.deltasim_route_shaping import RouteShapingConfig, route_penalty, speed_penalty
 from policies.deltasim_routes import ROUTE_AHEAD_M
-from policies.feasibility import cost_and_violation
+from policies.feasibility import VocabularyFeasibility
 
 HARD_PENALTY = 1.0e4
 """Logit penalty of primitives that break the metric's limits (on top of the soft shaping cost)."""
@@ -100,6 +100,7 @@ class DeltaSimScorer(nn.Module):
         self.register_buffer("speed_after", (primitives[:, 0] / dt_s)[None].contiguous())            # (1, K)
         self.network = network
         self.register_buffer("primitives", primitives[None].contiguous())          # (1, K, 3)
+        self.feasibility = VocabularyFeasibility(primitives, dt_s)
         self.register_buffer("paths", paths.contiguous())                          # (K, T, 4)
         times = collision.times_s if collision is not None else ()
         self.register_buffer("times_s", torch.tensor(times, dtype=paths.dtype))    # (T,)
@@ -125,7 +126,7 @@ class DeltaSimScorer(nn.Module):
         h, logits = self.network(history, static, neighbors, neighbor_mask, lane_points, lane_features,
                                  lane_mask, route_ahead)
         speed, agent_type = speed[:, None], agent_type[:, None]
-        cost, hard = cost_and_violation(self.primitives, speed, agent_type, self.dt_s)  # (S, K) each
+        cost, hard = self.feasibility(speed, agent_type)                            # (S, K) each
         shaped = logits
         if self.shaping:
             # Soft, differentiable push-down inside the margins, plus a hard floor for anything the metric

@@ -142,3 +142,19 @@ def test_cost_and_violation_agree_with_two_cost_calls() -> None:
     assert torch.equal(cost, kinematic_cost(motion, speed, kind))
     assert torch.equal(bad, kinematic_cost(motion, speed, kind, limits=METRIC_LIMITS) > 0)
     assert 0 < int(bad.sum()) < len(bad)
+
+
+def test_vocabulary_feasibility_equals_the_per_call_cost_bit_for_bit() -> None:
+    from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
+    from policies.feasibility import VocabularyFeasibility, cost_and_violation
+
+    prims = torch.from_numpy(load_checkpoint(DEFAULT_CHECKPOINT).vocabulary.primitives.astype(np.float32))
+    rng = np.random.default_rng(0)
+    # Random speeds plus the thresholds themselves (yaw-rate gates at 0.9 and 1.0 m/s), zero and reversing.
+    speed = np.concatenate([rng.uniform(-1.0, 25.0, 200), [0.0, 0.9, 1.0, -0.5, 30.0]]).astype(np.float32)
+    kind = rng.integers(0, 5, len(speed))
+    speed_t, kind_t = torch.from_numpy(speed)[:, None], torch.from_numpy(kind)[:, None]
+    cost, bad = VocabularyFeasibility(prims)(speed_t, kind_t)
+    ref_cost, ref_bad = cost_and_violation(prims[None], speed_t, kind_t)
+    assert torch.equal(cost, ref_cost) and torch.equal(bad, ref_bad)
+    assert bad.any() and (cost > 0).any() and (cost == 0).any()  # the comparison covers every case
