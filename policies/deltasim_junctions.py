@@ -84,7 +84,9 @@ class JunctionStops:
             if profile is not None and profile.connector >= 0:
                 requests.append(core.junction_request(int(a.id[slot]), profile.connector, float(ahead[k]),
                                                       float(a.speed[slot])))
-        requests, granted = core.grant(inp, requests)
+        _, granted = core.grant(inp, requests)
+        # Every request not granted is held -- those the exit check dropped (their exit is blocked) too, as
+        # IDM holds them: an agent whose exit is blocked waits before the junction, not inside it.
         held = sorted((r.agent_id, r.connector) for r in requests if r.agent_id not in granted)
         if not held:
             return HeldAgents.none()

@@ -55,9 +55,29 @@ def _held(inp: PolicyInput) -> HeldAgents:
 
 
 def _held_by_idm(core: IdmCore, inp: PolicyInput) -> set[int]:
-    """Reference: the agents IDM's own bookkeeping would hold (requests of everyone, as IdmCore.plan)."""
-    requests, granted = core.grant(inp, core._other_requests(inp, np.zeros(0, np.int64)))
-    return {r.agent_id for r in requests if r.agent_id not in granted}
+    """Reference: the agents IDM's own bookkeeping would hold (requests of everyone, as IdmCore.plan: every
+    requester not granted, those whose request the exit check dropped included)."""
+    requests = core._other_requests(inp, np.zeros(0, np.int64))
+    _, granted = core.grant(inp, requests)
+    return {r.agent_id for r in requests} - granted
+
+
+def test_an_agent_whose_exit_is_blocked_is_held(crossing_connectors: LaneGraph) -> None:
+    """The exit check drops a request into a blocked exit; the agent must then wait before the junction (as
+    IDM waits), not get no stop token at all."""
+    agents = _agents(-15.0, 8.0, 0.0)                                   # connector 3 free: agent 0 would go
+    arrays = {f.name: getattr(agents, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][2], arrays["valid"][2], arrays["agent_type"][2] = 2, True, 1
+    arrays["xy"][2], arrays["speed"][2] = [31.0, 0.0], 0.0                # standing in traffic at the exit
+    arrays["length"][2], arrays["width"][2] = 4.6, 2.0
+    blocked = Agents(**arrays)
+    routes = {0: [1, 2], 1: [3], 2: [2]}
+    inp = PolicyInput(blocked, np.array([True, False, False]), crossing_connectors, routes, ego_slot=2, step=0)
+    assert _held(inp).ids.tolist() == [0]
+    assert _held_by_idm(IdmCore(), inp) == {0}
+    free = PolicyInput(_agents(-15.0, 8.0, 0.0), np.array([True, False, False]), crossing_connectors, routes,
+                       ego_slot=2, step=0)
+    assert _held(free).ids.size == 0
 
 
 def test_held_agent_gets_a_stop_wall_at_its_connector_entry(crossing_connectors: LaneGraph) -> None:
