@@ -55,6 +55,7 @@ from vectorworld.generation.egr_dit import DiTConfig  # noqa: E402
 from vectorworld.generation.meanflow import MeanFlowConfig  # noqa: E402
 from vectorworld.generation.vae import VAEConfig  # noqa: E402
 from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, load_corpus, save_corpus  # noqa: E402
+from vectorworld.train.tile_data import load_training_tiles  # noqa: E402
 
 VARIANTS = {
     "main": (True, MeanFlowConfig()),
@@ -115,7 +116,9 @@ def _train_variant(args: tuple[str, str, dict, dict, str, dict]) -> dict[str, ob
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "generator")
-    parser.add_argument("--corpus", type=Path, default=None, help="load this corpus instead of building one")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="train on these tiles instead of building a corpus: a corpus .npz, a folder with "
+                        "corpus.npz, or a `vectorworld dataset build` folder (real WOMD/nuPlan tiles)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="where corpus.npz, reference.npz and vae_only/ go (default: --out)")
     parser.add_argument("--build-worlds", type=int, default=400)
@@ -149,7 +152,7 @@ def main() -> None:
     data_dir = args.data_dir or args.out
     data_dir.mkdir(parents=True, exist_ok=True)
     if args.corpus is not None:
-        tiles = load_corpus(args.corpus)
+        tiles = load_training_tiles(args.corpus)
         reference = None
     else:
         parts = build_parallel(args.build_worlds, args.tiles_per_world, args.workers, args.seed, args.generator)
