@@ -81,3 +81,26 @@ def test_a_crossing_far_from_traffic_becomes_a_junction_at_once():
     far_away = np.array([[60.0, 300.0]])
     assert world.ensure_coverage(np.array([0.0, -1.75]), 0.0, None, far_away, far_away)
     assert world.graph[10_000].lane_type == LaneType.CONNECTOR
+
+
+def test_a_port_reopened_by_retirement_gets_fresh_attempts():
+    """A lane whose continuation is retired (the ego went away from it, then may come back) is an open port
+    again with all its attempts: its earlier ones (the straight extension among them) must not make its
+    next failure a dead end -- seed 3 once ended `no_road` that way."""
+    world = StreamingWorld(make_generator("test-straight"), np.random.default_rng(0),
+                           WorldConfig(lookahead_m=90.0, retention_m=160.0))
+    world.start()
+    for x in np.arange(0.0, 300.0, 5.0):
+        world.ensure_coverage(np.array([x, -1.75]), 0.0, None, np.zeros((0, 2)))
+    ends = {i: world.graph[i].points[-1, 0] for i in world.graph.lanes if world.graph[i].successors}
+    port = min(ends, key=lambda i: abs(ends[i] - 160.0))       # a lane continued by the next tile
+    follower_tile = world.graph[world.graph[port].successors[0]].tile_id
+    world._attempts[port] = world.config.attempts_per_port     # as if it had used up its attempts before
+    world._exhausted_ports.add(world.graph[port].successors[0])
+    centre = world.tiles[follower_tile].center_xy
+    # Stand behind the port so that the follower's tile is just beyond retention and the port's is not.
+    ego = np.array([centre[0] - world.config.retention_m - 1.0, -1.75])
+    world.retire(ego)
+    assert port in world.graph and not world.graph[port].successors
+    assert port not in world._attempts and port not in world.dead_ends
+    assert not (world._exhausted_ports - set(world.graph.lanes))  # no bookkeeping for retired lanes

@@ -150,10 +150,17 @@ class StreamingWorld:
         for tile in far:
             del self.tiles[tile.id]
             gone = [i for i in tile.lane_ids if i in self.graph]
+            # Lanes that lose their continuation become open ports again, with fresh attempts: a port whose
+            # earlier attempts were used up (the straight extension among them) would otherwise be written
+            # off as a dead end at its next failure, and an ego coming back this way would find no road.
+            reopened = {j for i in gone for j in (*self.graph[i].successors, *self.graph[i].predecessors)}
             for lane_id in gone:
                 self.drivable.remove(lane_id)
             self.graph.remove(gone)
             removed.extend(gone)
+            for lane_id in reopened.union(gone):
+                self._attempts.pop(lane_id, None)
+                self._exhausted_ports.discard(lane_id)
         return removed
 
     # ----------------------------------------------------------------- ports
