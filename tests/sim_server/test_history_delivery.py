@@ -233,10 +233,13 @@ def test_delta_replies_omit_histories_and_get_session_is_complete(client: SimCli
     assert len(full.agent_table.history) == len(full.agent_table.id) * HISTORY_STEPS * 4
 
 
-def test_a_history_delta_on_a_step_the_client_never_decoded_is_resolved(client: SimClient) -> None:
-    session = client.create_session(seed=4, lane_delivery="full", history_delivery="delta")
+@pytest.mark.parametrize(("options", "cache"), [({}, "_lanes"),
+                                               ({"lane_delivery": "full", "history_delivery": "delta"}, "_histories")])
+def test_a_delta_on_a_step_the_client_never_decoded_is_resolved(client: SimClient, options: dict, cache: str) -> None:
+    """A lane delta (default encoding) or a history delta on a base the client lost is read complete instead."""
+    session = client.create_session(seed=4, **options)
     session.step()
-    session._histories = wire.AgentHistoryCache()  # as if the histories of step 1 were lost
+    setattr(session, cache, type(getattr(session, cache))())  # as if step 1's lanes / histories were lost
     local = Session(dataclasses.replace(TEST_DEFAULTS, seed=4))
     local.reset()
     local.step()

@@ -239,17 +239,6 @@ def test_lost_reply_recovers_through_get_session_with_deltas(client: SimClient) 
     assert not lost
 
 
-def test_a_delta_on_a_step_the_client_never_decoded_is_resolved(client: SimClient) -> None:
-    session = client.create_session(seed=4)
-    session.step()
-    session._lanes = wire.LaneDecodeCache()  # as if the lanes of step 1 were lost
-    local = Session(dataclasses.replace(TEST_DEFAULTS, seed=4))
-    local.reset()
-    local.step()
-    assert_observations_equal(session.step(), local.step())  # reads step 2 complete from GetSession
-    assert_observations_equal(session.step(), local.step())
-
-
 def test_bad_encoding_options_are_invalid_argument_naming_the_field(stub) -> None:  # noqa: ANN001
     for field in ("lane_delivery", "agent_layout"):
         request = pb.CreateSessionRequest(**{field: 7})
