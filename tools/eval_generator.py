@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from vectorworld.eval.generator_report import format_table, generator_report, json_ready, plan_tiles  # noqa: E402
-from vectorworld.generation.learned import WEIGHTS_DIR  # noqa: E402
+from vectorworld.generation.learned.generator import WEIGHTS_DIR  # noqa: E402
 
 
 def main() -> None:

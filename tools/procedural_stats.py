@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.procedural import ProceduralGenerator
-from vectorworld.generation.tile_chain import ChainResult, chain_tiles
+from vectorworld.generation.procedural.generator import ProceduralGenerator
+from vectorworld.generation.procedural.tile_chain import ChainResult, chain_tiles
 from vectorworld.scene import AgentType, LaneGraph
 
 WOMD = {  # DESIGN.md §5: one 64 m tile per valid vehicle of the shared WOMD scenario (p10, p50, p90)

@@ -8,7 +8,7 @@ optionally started from ``--init-dit``. Each stage stops at its step count or it
 ``--max-minutes``. Outputs: ``<out>/<variant>/`` checkpoints and ``<out>/train_log.json``; the corpus,
 reference set and ``vae_only/`` go to ``--data-dir``.
 
-Exact recipe of the shipped checkpoint (``vectorworld/generation/weights/``, its config.json "metadata"
+Exact recipe of the shipped checkpoint (``vectorworld/generation/learned/weights/``, its config.json "metadata"
 repeats it), in two runs because the session had 4 minutes of GPU time and a busy 2-core CPU:
 
     # 1. one H200, 3.4 minutes: corpus of 300 procedural worlds, VAE, and the three DiT variants
@@ -30,8 +30,8 @@ Candidate (not shipped) stage 3, 10 CPU minutes: the same fine-tune from the shi
 share (one-step fallback 100% -> 62%, 4-step 50% -> 28% on 40 tiles):
 
     python tools/train_generator.py --out runs/gen_onestep --data-dir runs/gen_onestep/data \
-        --corpus runs/gen_cpu2/corpus.npz --vae-from vectorworld/generation/weights \
-        --init-dit vectorworld/generation/weights --port-hints --variants main --dit-steps 1200 \
+        --corpus runs/gen_cpu2/corpus.npz --vae-from vectorworld/generation/learned/weights \
+        --init-dit vectorworld/generation/learned/weights --port-hints --variants main --dit-steps 1200 \
         --batch-size 24 --max-minutes 10 --threads 1 --one-step-ratio 0.25
 """
 
@@ -51,9 +51,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from vectorworld.generation.egr_dit import DiTConfig  # noqa: E402
-from vectorworld.generation.meanflow import MeanFlowConfig  # noqa: E402
-from vectorworld.generation.vae import VAEConfig  # noqa: E402
+from vectorworld.generation.learned.egr_dit import DiTConfig  # noqa: E402
+from vectorworld.generation.learned.meanflow import MeanFlowConfig  # noqa: E402
+from vectorworld.generation.learned.vae import VAEConfig  # noqa: E402
 from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, load_corpus, save_corpus  # noqa: E402
 from vectorworld.train.tile_data import load_training_tiles  # noqa: E402
 
@@ -92,7 +92,7 @@ def _train_variant(args: tuple[str, str, dict, dict, str, dict]) -> dict[str, ob
     name, data_dir, train_kw, dit_kw, out, meta = args
     import torch
 
-    from vectorworld.generation.outpaint import OutpaintModel
+    from vectorworld.generation.learned.outpaint import OutpaintModel
     from vectorworld.train.generator_training import TrainConfig, train_dit
 
     torch.set_num_threads(int(meta.get("threads", 2)))
@@ -165,7 +165,7 @@ def main() -> None:
     print(f"corpus: {len(tiles['lane_valid'])} tiles in {corpus_s:.0f} s", flush=True)
 
     remaining = budget_s - corpus_s
-    from vectorworld.generation.outpaint import OutpaintModel
+    from vectorworld.generation.learned.outpaint import OutpaintModel
     from vectorworld.train.generator_training import TrainResult
 
     vae_train = TrainConfig(steps=args.vae_steps, batch_size=args.batch_size, lr=2e-3, warmup_steps=200,

@@ -58,7 +58,7 @@ def test_train_on_a_dataset_folder(tmp_path: Path, dataset: Path) -> None:
 
 
 def test_train_data_without_tiles_is_a_clear_error(tmp_path: Path) -> None:
-    from vectorworld.generation.learned import WEIGHTS_DIR
+    from vectorworld.generation.learned.generator import WEIGHTS_DIR
 
     (tmp_path / "empty").mkdir()
     for command in (["vae"], ["dit", "--vae", str(WEIGHTS_DIR)]):

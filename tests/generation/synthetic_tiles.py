@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vectorworld.generation.tile_tensors import TileTensors, partition_tile, stack_tiles
+from vectorworld.generation.learned.tile_tensors import TileTensors, partition_tile, stack_tiles
 
 
 def synthetic_tile(rng: np.random.Generator, max_lanes: int = 40, max_agents: int = 24) -> TileTensors:

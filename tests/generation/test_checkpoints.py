@@ -10,9 +10,9 @@ import torch
 
 from tests.generation.synthetic_tiles import synthetic_tiles
 from vectorworld.errors import CheckpointError
-from vectorworld.generation.egr_dit import DiTConfig
-from vectorworld.generation.outpaint import OutpaintModel, SamplerConfig
-from vectorworld.generation.vae import VAEConfig, batch_to_torch
+from vectorworld.generation.learned.egr_dit import DiTConfig
+from vectorworld.generation.learned.outpaint import OutpaintModel, SamplerConfig
+from vectorworld.generation.learned.vae import VAEConfig, batch_to_torch
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.junctions import ArmSpec, layout_junction, turn_angle
-from vectorworld.generation.roads import LaneSpec, cross_section
+from vectorworld.generation.procedural.junctions import ArmSpec, layout_junction, turn_angle
+from vectorworld.generation.procedural.roads import LaneSpec, cross_section
 
 
 def _check_connectors(layout) -> None:  # noqa: ANN001 - JunctionLayout

@@ -11,12 +11,12 @@ import torch
 
 import tests.straight_world  # noqa: F401  (registers the "test-straight" fallback generator)
 from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
-from vectorworld.generation.egr_dit import DiTConfig
-from vectorworld.generation.learned import LearnedTileGenerator
-from vectorworld.generation.outpaint import OutpaintModel
-from vectorworld.generation.tile_context import build_context
-from vectorworld.generation.tile_tensors import EDGE_SUCC, HALF_TILE_M, LANE_POINTS
-from vectorworld.generation.vae import VAEConfig
+from vectorworld.generation.learned.egr_dit import DiTConfig
+from vectorworld.generation.learned.generator import LearnedTileGenerator
+from vectorworld.generation.learned.outpaint import OutpaintModel
+from vectorworld.generation.learned.tile_context import build_context
+from vectorworld.generation.learned.tile_tensors import EDGE_SUCC, HALF_TILE_M, LANE_POINTS
+from vectorworld.generation.learned.vae import VAEConfig
 from vectorworld.scene import Lane, LaneGraph
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -140,6 +140,6 @@ def test_untrained_model_falls_back() -> None:
 
 
 def test_import_is_light() -> None:
-    code = "import sys, vectorworld.generation.learned; print('torch' in sys.modules)"
+    code = "import sys, vectorworld.generation.learned.generator; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from vectorworld.generation.egr_dit import DiTConfig, EGRDiT
-from vectorworld.generation.meanflow import (
+from vectorworld.generation.learned.egr_dit import DiTConfig, EGRDiT
+from vectorworld.generation.learned.meanflow import (
     MeanFlowConfig,
     meanflow_loss,
     noisy_latents,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
-from vectorworld.generation.port_groups import group_ports
-from vectorworld.generation.procedural import ProceduralGenerator
+from vectorworld.generation.procedural.generator import ProceduralGenerator
+from vectorworld.generation.procedural.port_groups import group_ports
 from vectorworld.scene import Lane, LaneGraph
 
 

@@ -15,8 +15,8 @@ from tests.generation.procedural_checks import (
 )
 from vectorworld.generation import make_generator
 from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest
-from vectorworld.generation.procedural import ProceduralGenerator
-from vectorworld.generation.tile_chain import chain_tiles, collect_ports
+from vectorworld.generation.procedural.generator import ProceduralGenerator
+from vectorworld.generation.procedural.tile_chain import chain_tiles, collect_ports
 from vectorworld.scene import LaneGraph, LaneType
 
 CHAIN_TILES = 30

@@ -8,10 +8,10 @@ import numpy as np
 from tests.generation.procedural_checks import continuity_violations, crossing_violations, dead_end_violations
 from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
-from vectorworld.generation.occupancy import HomeZone, Occupancy
-from vectorworld.generation.procedural import ProceduralGenerator
-from vectorworld.generation.tile_chain import collect_ports
-from vectorworld.generation.turnarounds import TURN_RADIUS_M, keyhole_path
+from vectorworld.generation.procedural.generator import ProceduralGenerator
+from vectorworld.generation.procedural.occupancy import HomeZone, Occupancy
+from vectorworld.generation.procedural.tile_chain import collect_ports
+from vectorworld.generation.procedural.turnarounds import TURN_RADIUS_M, keyhole_path
 from vectorworld.scene import Lane, LaneGraph, LaneType
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vectorworld import geometry
-from vectorworld.generation.roads import (
+from vectorworld.generation.procedural.roads import (
     END_REFINE_M,
     arc_grid,
     cross_section,

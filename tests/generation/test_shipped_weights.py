@@ -7,12 +7,12 @@ import pytest
 
 from tests.generation.test_learned import _request
 from vectorworld.generation import make_generator
-from vectorworld.generation.egr_dit import count_parameters
-from vectorworld.generation.learned import WEIGHTS_DIR, LearnedTileGenerator
-from vectorworld.generation.outpaint import OutpaintModel, SamplerConfig
-from vectorworld.generation.tile_context import build_context
-from vectorworld.generation.tile_tensors import stack_tiles
-from vectorworld.generation.vae import batch_to_torch
+from vectorworld.generation.learned.egr_dit import count_parameters
+from vectorworld.generation.learned.generator import WEIGHTS_DIR, LearnedTileGenerator
+from vectorworld.generation.learned.outpaint import OutpaintModel, SamplerConfig
+from vectorworld.generation.learned.tile_context import build_context
+from vectorworld.generation.learned.tile_tensors import stack_tiles
+from vectorworld.generation.learned.vae import batch_to_torch
 
 pytestmark = pytest.mark.skipif(not (WEIGHTS_DIR / "model.safetensors").is_file(),
                                 reason="no shipped generator weights")

@@ -7,9 +7,9 @@ import pytest
 
 from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest
-from vectorworld.generation.procedural import ProceduralGenerator
-from vectorworld.generation.spawning import STOP_MARGIN_M, SpawnConfig
-from vectorworld.generation.tile_chain import chain_tiles, collect_ports
+from vectorworld.generation.procedural.generator import ProceduralGenerator
+from vectorworld.generation.procedural.spawning import STOP_MARGIN_M, SpawnConfig
+from vectorworld.generation.procedural.tile_chain import chain_tiles, collect_ports
 from vectorworld.scene import AgentType, LaneType
 
 

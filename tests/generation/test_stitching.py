@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vectorworld.generation.stitching import (
+from vectorworld.generation.learned.stitching import (
     FrontierPort,
     StitchConfig,
     check_candidate,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.generation.synthetic_tiles import synthetic_tiles
-from vectorworld.generation.tile_tensors import (
+from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
     EDGE_PRED,
     EDGE_RIGHT,
@@ -54,7 +54,7 @@ def test_mirror_is_an_involution_and_swaps_sides() -> None:
 
 
 def test_port_hints_mark_frontier_lanes_at_known_ends() -> None:
-    from vectorworld.generation.tile_tensors import port_hints
+    from vectorworld.generation.learned.tile_tensors import port_hints
 
     x = np.linspace(-30.0, 30.0, 7)
     fwd = np.stack([x, np.zeros_like(x)], -1)

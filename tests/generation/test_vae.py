@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.generation.synthetic_tiles import synthetic_tiles
-from vectorworld.generation.vae import TileVAE, VAEConfig, batch_to_torch
+from vectorworld.generation.learned.vae import TileVAE, VAEConfig, batch_to_torch
 from vectorworld.train.generator_training import TrainConfig, train_vae
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

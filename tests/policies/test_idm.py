@@ -101,7 +101,7 @@ def test_yields_to_agent_on_conflicting_connector(crossing_connectors):
 def test_passes_car_parked_at_the_curb_but_stops_for_one_in_the_lane():
     """A standing car whose box reaches PARKED_INTRUSION_M into the lane is passed; one at the lane
     centre is a leader. Parked offset as the spawner places it: lane half width + car half width - 0.3."""
-    from vectorworld.generation.spawning import PARKED_INTRUSION_M
+    from vectorworld.generation.procedural.spawning import PARKED_INTRUSION_M
 
     graph = straight_graph()
     offset = -(3.5 / 2 + 2.0 / 2 - PARKED_INTRUSION_M)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vectorworld.generation.base import AgentSpawns
-from vectorworld.generation.spawning import STOP_MARGIN_M
+from vectorworld.generation.procedural.spawning import STOP_MARGIN_M
 from vectorworld.scene import Agents, Lane
 from vectorworld.sim.spawning import SPAWN_BRAKE_MPS2, SpawnBook, parked_in_the_way, place_spawns
 

@@ -9,7 +9,7 @@ import pytest
 
 import tests.straight_world  # noqa: F401  (registers "test-straight")
 from vectorworld.errors import DataFormatError
-from vectorworld.generation.tile_tensors import EDGE_SUCC
+from vectorworld.generation.learned.tile_tensors import EDGE_SUCC
 from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, crop_tile, grow_world, load_corpus, save_corpus
 
 

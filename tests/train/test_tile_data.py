@@ -11,7 +11,7 @@ import tests.straight_world  # noqa: F401  (registers "test-straight")
 from tests.train.log_dataset import build_log_dataset
 from vectorworld.data.dataset import iter_shard_tiles
 from vectorworld.errors import DataFormatError
-from vectorworld.generation.tile_tensors import EDGE_SUCC
+from vectorworld.generation.learned.tile_tensors import EDGE_SUCC
 from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, save_corpus
 from vectorworld.train.tile_data import load_training_tiles, shard_tile
 

@@ -51,9 +51,9 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed"),
     ) -> None:
         """Train the motion-aware gated VAE on tiles from --data (or a procedural corpus)."""
-        from vectorworld.generation.egr_dit import DiTConfig
-        from vectorworld.generation.outpaint import OutpaintModel
-        from vectorworld.generation.vae import VAEConfig
+        from vectorworld.generation.learned.egr_dit import DiTConfig
+        from vectorworld.generation.learned.outpaint import OutpaintModel
+        from vectorworld.generation.learned.vae import VAEConfig
         from vectorworld.train.generator_training import TrainConfig, train_vae
 
         try:
@@ -84,9 +84,9 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed"),
     ) -> None:
         """Train the EGR-DiT with MeanFlow (or the flow-matching baseline) on the frozen VAE's latents."""
-        from vectorworld.generation.egr_dit import DiTConfig
-        from vectorworld.generation.meanflow import MeanFlowConfig
-        from vectorworld.generation.outpaint import OutpaintModel
+        from vectorworld.generation.learned.egr_dit import DiTConfig
+        from vectorworld.generation.learned.meanflow import MeanFlowConfig
+        from vectorworld.generation.learned.outpaint import OutpaintModel
         from vectorworld.train.generator_training import TrainConfig, train_dit
 
         try:
@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """DESIGN §8 fidelity metrics of the learned generator, its ablations and the baselines."""
         from vectorworld.eval.generator_report import format_table, generator_report, json_ready, plan_tiles
-        from vectorworld.generation.learned import WEIGHTS_DIR
+        from vectorworld.generation.learned.generator import WEIGHTS_DIR
 
         weights = weights or WEIGHTS_DIR
         if ablations is None and (weights / "ablations").is_dir():

@@ -8,7 +8,7 @@ tile frame has its origin at the anchor, x along its yaw, and spans [-32, 32]^2 
   ``lane_cut[:, 0/1]`` says whether the start/end was cut by the border.
 * Edges: ``edges[i, j]`` (int8) = 0 none, 1 j is a predecessor of i, 2 j is a successor of i, 3 j is the
   left neighbour of i, 4 j is the right neighbour of i (the numbering of
-  :mod:`vectorworld.generation.tile_tensors`). Successor edges need i's end and j's start uncut.
+  :mod:`vectorworld.generation.learned.tile_tensors`). Successor edges need i's end and j's start uncut.
 * Agents valid at the step whose centre is inside the tile and whose type is in ``agent_types``:
   state (x, y, speed, cos yaw, sin yaw, length, width) in the tile frame (speed signed along the heading),
   the :class:`~vectorworld.scene.AgentType`, and a motion code: 6 points of the agent's own recent path in

@@ -34,8 +34,8 @@ from vectorworld.generation.base import (
     TileGenerator,
     TileRequest,
 )
-from vectorworld.generation.spawn_filter import nearest_lane
-from vectorworld.generation.tile_tensors import HALF_TILE_M, TileTensors
+from vectorworld.generation.learned.spawn_filter import nearest_lane
+from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, TileTensors
 from vectorworld.scene import LaneGraph
 
 AGENT_BINS: dict[str, np.ndarray] = {

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from vectorworld.errors import ConfigError
 from vectorworld.eval.generator_metrics import evaluate_generator, grow_worlds, naive_baseline_metrics
-from vectorworld.generation.tile_tensors import TileTensors
+from vectorworld.generation.learned.tile_tensors import TileTensors
 
 Spec = dict[str, object]
 Report = dict[str, dict[str, float]]
@@ -117,7 +117,7 @@ def evaluate_variant(spec: Spec, reference: list[TileTensors], worlds: int, tile
                      seed: int, threads: int = 2, max_tiles: int | None = None) -> dict[str, float]:
     """Metrics of one variant (see :func:`variant_specs`); ``max_tiles`` caps the evaluated tiles."""
     from vectorworld.generation import make_generator
-    from vectorworld.generation.learned import LearnedTileGenerator
+    from vectorworld.generation.learned.generator import LearnedTileGenerator
 
     if spec["kind"] == "procedural":
         return evaluate_generator(make_generator("procedural"), reference, worlds, tiles_per_world, seed,

@@ -10,8 +10,8 @@ from vectorworld.generation.base import GENERATORS, make_generator
 from vectorworld.plugins import available_plugins, load_plugin
 
 GENERATOR_MODULES = {
-    "procedural": "vectorworld.generation.procedural",
-    "learned": "vectorworld.generation.learned",
+    "procedural": "vectorworld.generation.procedural.generator",
+    "learned": "vectorworld.generation.learned.generator",
 }
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from vectorworld import DT_S, geometry
 from vectorworld.generation.base import AgentSpawns
-from vectorworld.generation.spawning import STOP_MARGIN_M
+from vectorworld.generation.procedural.spawning import STOP_MARGIN_M
 from vectorworld.scene import Agents, Lane
 
 EGO_CLEARANCE_M = 30.0

@@ -1,6 +1,6 @@
 """Training loops of the learned tile generator: the gated VAE, then the EGR-DiT on frozen VAE latents.
 
-Inputs are batched :class:`~vectorworld.generation.tile_tensors.TileTensors` fields as a dict of numpy
+Inputs are batched :class:`~vectorworld.generation.learned.tile_tensors.TileTensors` fields as a dict of numpy
 arrays with a leading tile dimension (what ``vectorworld.train.tile_corpus`` loads). Mini-batches are
 drawn with an explicit ``numpy.random.Generator``; half of them are mirrored (y -> -y, left <-> right).
 """
@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from vectorworld.generation.egr_dit import DiTConfig
-from vectorworld.generation.meanflow import MeanFlowConfig, meanflow_loss
-from vectorworld.generation.outpaint import OutpaintModel
-from vectorworld.generation.tile_tensors import EDGE_LEFT, EDGE_RIGHT
-from vectorworld.generation.vae import TileVAE, VAEConfig, batch_to_torch
+from vectorworld.generation.learned.egr_dit import DiTConfig
+from vectorworld.generation.learned.meanflow import MeanFlowConfig, meanflow_loss
+from vectorworld.generation.learned.outpaint import OutpaintModel
+from vectorworld.generation.learned.tile_tensors import EDGE_LEFT, EDGE_RIGHT
+from vectorworld.generation.learned.vae import TileVAE, VAEConfig, batch_to_torch
 
 Tiles = dict[str, np.ndarray]
 Logger = Callable[[int, dict[str, float]], None]

@@ -16,8 +16,8 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import AgentSpawns, TileFrame
-from vectorworld.generation.tile_context import clip_to_square
-from vectorworld.generation.tile_tensors import (
+from vectorworld.generation.learned.tile_context import clip_to_square
+from vectorworld.generation.learned.tile_tensors import (
     HALF_TILE_M,
     MOTION_POINTS,
     NUM_AGENT_TYPES,

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from vectorworld.errors import DataFormatError
-from vectorworld.generation.tile_context import clip_to_square
-from vectorworld.generation.tile_tensors import (
+from vectorworld.generation.learned.tile_context import clip_to_square
+from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
     EDGE_RIGHT,
     EDGE_SUCC,

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from vectorworld.generation.tile_tensors import (
+from vectorworld.generation.learned.tile_tensors import (
     AGENT_FEATURES,
     HALF_TILE_M,
     LANE_FEATURES,
@@ -211,7 +211,7 @@ def batch_to_torch(tiles: dict[str, object], device: str | torch.device = "cpu")
     """
     import numpy as np
 
-    from vectorworld.generation.tile_tensors import agent_features, lane_features, port_hints
+    from vectorworld.generation.learned.tile_tensors import agent_features, lane_features, port_hints
 
     def t(x: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
         return torch.as_tensor(np.ascontiguousarray(x)).to(device=device, dtype=dtype)

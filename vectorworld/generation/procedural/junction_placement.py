@@ -15,15 +15,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vectorworld.generation.junctions import STRAIGHT_MAX_RAD, ArmSpec, Connector, JunctionLayout, layout_junction
-from vectorworld.generation.occupancy import HomeZone
-from vectorworld.generation.road_state import GrowthConfig, Road, Slot, sample_cross_section, sample_speed
-from vectorworld.generation.roads import LaneSpec, PieceGeometry, cross_section, exit_distance, sweep
-from vectorworld.generation.tile_draft import NewLane, TileDraft
+from vectorworld.generation.procedural.junctions import (
+    STRAIGHT_MAX_RAD,
+    ArmSpec,
+    Connector,
+    JunctionLayout,
+    layout_junction,
+)
+from vectorworld.generation.procedural.occupancy import HomeZone
+from vectorworld.generation.procedural.road_state import GrowthConfig, Road, Slot, sample_cross_section, sample_speed
+from vectorworld.generation.procedural.roads import LaneSpec, PieceGeometry, cross_section, exit_distance, sweep
+from vectorworld.generation.procedural.tile_draft import NewLane, TileDraft
 from vectorworld.scene import LaneType
 
 if TYPE_CHECKING:
-    from vectorworld.generation.road_growth import RoadGrower
+    from vectorworld.generation.procedural.road_growth import RoadGrower
 
 ARM_MARGIN_M = 3.0
 """Every arm of a junction starts at least this far (m) inside the tile border."""

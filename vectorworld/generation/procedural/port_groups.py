@@ -17,7 +17,7 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import Port
-from vectorworld.generation.roads import LaneSpec, direction, normal
+from vectorworld.generation.procedural.roads import LaneSpec, direction, normal
 
 
 @dataclass(frozen=True)

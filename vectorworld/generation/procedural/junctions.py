@@ -16,7 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.roads import CONNECTOR_SPACING_M, LaneSpec, direction, half_width, hermite_path, normal
+from vectorworld.generation.procedural.roads import (
+    CONNECTOR_SPACING_M,
+    LaneSpec,
+    direction,
+    half_width,
+    hermite_path,
+    normal,
+)
 
 STRAIGHT_MAX_RAD = np.pi / 4.0
 """Turns smaller than this (rad) count as going straight."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.joins import (
+from vectorworld.generation.procedural.joins import (
     JoinConnector,
     NodeLane,
     crossing_owners,
@@ -27,13 +27,13 @@ from vectorworld.generation.joins import (
     junction_owners,
     plan_join,
 )
-from vectorworld.generation.road_state import Road
-from vectorworld.generation.roads import PieceGeometry, direction, hermite_path, normal, sweep
-from vectorworld.generation.tile_draft import NewLane, TileDraft
+from vectorworld.generation.procedural.road_state import Road
+from vectorworld.generation.procedural.roads import PieceGeometry, direction, hermite_path, normal, sweep
+from vectorworld.generation.procedural.tile_draft import NewLane, TileDraft
 from vectorworld.scene import LaneType
 
 if TYPE_CHECKING:
-    from vectorworld.generation.road_growth import RoadGrower
+    from vectorworld.generation.procedural.road_growth import RoadGrower
 
 BRIDGE_RANGE_M = 70.0
 """Facing road ends farther than this (m) are not bridged."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.tile_tensors import HALF_TILE_M
+from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
 
 
 @dataclass(frozen=True)

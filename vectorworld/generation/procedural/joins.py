@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.roads import CONNECTOR_SPACING_M, LaneSpec, direction, hermite_path, normal
+from vectorworld.generation.procedural.roads import CONNECTOR_SPACING_M, LaneSpec, direction, hermite_path, normal
 
 PERPENDICULAR_TOL_RAD = 1.05
 """A node lane counts as crossing the road's way if its heading is within this of +-90 deg (rad)."""

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vectorworld.generation.occupancy import HomeZone
-from vectorworld.generation.roads import LaneSpec, cross_section, lane_points_at
-from vectorworld.generation.tile_draft import NewLane, TileDraft
+from vectorworld.generation.procedural.occupancy import HomeZone
+from vectorworld.generation.procedural.roads import LaneSpec, cross_section, lane_points_at
+from vectorworld.generation.procedural.tile_draft import NewLane, TileDraft
 from vectorworld.scene import LaneType
 
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import TileRequest
-from vectorworld.generation.stitching import FrontierPort
-from vectorworld.generation.tile_tensors import (
+from vectorworld.generation.learned.stitching import FrontierPort
+from vectorworld.generation.learned.tile_tensors import (
     HALF_TILE_M,
     HINT_FEATURES,
     LANE_POINTS,

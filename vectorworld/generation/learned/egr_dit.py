@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from vectorworld.generation.tile_tensors import HINT_FEATURES, NUM_EDGE_TYPES
+from vectorworld.generation.learned.tile_tensors import HINT_FEATURES, NUM_EDGE_TYPES
 
 _UNKNOWN_EDGE = NUM_EDGE_TYPES
 

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.road_state import Road
-from vectorworld.generation.roads import CONNECTOR_SPACING_M, arc_grid, normal, reference_path
-from vectorworld.generation.tile_draft import NewLane, TileDraft
+from vectorworld.generation.procedural.road_state import Road
+from vectorworld.generation.procedural.roads import CONNECTOR_SPACING_M, arc_grid, normal, reference_path
+from vectorworld.generation.procedural.tile_draft import NewLane, TileDraft
 from vectorworld.scene import LaneType
 
 if TYPE_CHECKING:
-    from vectorworld.generation.road_growth import RoadGrower
+    from vectorworld.generation.procedural.road_growth import RoadGrower
 
 TURN_RADIUS_M = 6.0
 """Radius (m) of the loop's arcs: a passenger car's turning circle with some margin."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.tile_tensors import HALF_TILE_M
+from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
 
 
 @dataclass(frozen=True)

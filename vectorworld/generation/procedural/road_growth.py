@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vectorworld.generation import road_meetings
 from vectorworld.generation.base import TileFrame
-from vectorworld.generation.junction_placement import JunctionPlan, place_junction, sample_junction
-from vectorworld.generation.occupancy import Occupancy
-from vectorworld.generation.road_state import GrowthConfig, GrowthReport, Road, Slot, flush
-from vectorworld.generation.roads import (
+from vectorworld.generation.procedural import road_meetings
+from vectorworld.generation.procedural.junction_placement import JunctionPlan, place_junction, sample_junction
+from vectorworld.generation.procedural.occupancy import Occupancy
+from vectorworld.generation.procedural.road_state import GrowthConfig, GrowthReport, Road, Slot, flush
+from vectorworld.generation.procedural.roads import (
     LaneSpec,
     direction,
     exit_distance,
@@ -36,8 +36,8 @@ from vectorworld.generation.roads import (
     reference_path,
     sweep,
 )
-from vectorworld.generation.tile_draft import TileDraft
-from vectorworld.generation.turnarounds import place_turnaround
+from vectorworld.generation.procedural.tile_draft import TileDraft
+from vectorworld.generation.procedural.turnarounds import place_turnaround
 from vectorworld.scene import LaneGraph, LaneType
 
 

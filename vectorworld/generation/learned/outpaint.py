@@ -14,10 +14,10 @@ import torch
 from torch import nn
 
 from vectorworld.errors import CheckpointError, ConfigError
-from vectorworld.generation.checkpoints import load_weights, read_config, save_checkpoint
-from vectorworld.generation.egr_dit import DiTConfig, EGRDiT
-from vectorworld.generation.meanflow import sample_flow_matching, sample_meanflow
-from vectorworld.generation.vae import TileVAE, VAEConfig
+from vectorworld.generation.learned.checkpoints import load_weights, read_config, save_checkpoint
+from vectorworld.generation.learned.egr_dit import DiTConfig, EGRDiT
+from vectorworld.generation.learned.meanflow import sample_flow_matching, sample_meanflow
+from vectorworld.generation.learned.vae import TileVAE, VAEConfig
 
 SAMPLERS = ("meanflow", "flow_matching")
 

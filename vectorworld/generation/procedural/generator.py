@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld.generation.base import AgentSpawns, TileContent, TileGenerator, TileRequest, register_generator
-from vectorworld.generation.occupancy import Occupancy
-from vectorworld.generation.port_groups import GroupingConfig, group_ports
-from vectorworld.generation.road_growth import RoadGrower
-from vectorworld.generation.road_starts import first_road, road_from_ports
-from vectorworld.generation.road_state import GrowthConfig, GrowthReport
-from vectorworld.generation.spawning import SpawnConfig, spawn_agents
-from vectorworld.generation.tile_draft import TileDraft
+from vectorworld.generation.procedural.occupancy import Occupancy
+from vectorworld.generation.procedural.port_groups import GroupingConfig, group_ports
+from vectorworld.generation.procedural.road_growth import RoadGrower
+from vectorworld.generation.procedural.road_starts import first_road, road_from_ports
+from vectorworld.generation.procedural.road_state import GrowthConfig, GrowthReport
+from vectorworld.generation.procedural.spawning import SpawnConfig, spawn_agents
+from vectorworld.generation.procedural.tile_draft import TileDraft
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld.generation.base import IdAllocator, Port, TileContent, TileFrame, TileGenerator, TileRequest
-from vectorworld.generation.road_state import GrowthReport
+from vectorworld.generation.procedural.road_state import GrowthReport
 from vectorworld.scene import TILE_SIZE_M, LaneGraph
 
 

@@ -30,16 +30,16 @@ from vectorworld.generation.base import (
     make_generator,
     register_generator,
 )
-from vectorworld.generation.spawn_filter import SpawnFilterConfig, filter_spawns
-from vectorworld.generation.stitching import (
+from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
+from vectorworld.generation.learned.stitching import (
     CandidateCheck,
     StitchConfig,
     check_candidate,
     lanes_reference,
     stitch,
 )
-from vectorworld.generation.tile_context import TileContext, build_context
-from vectorworld.generation.tile_tensors import (
+from vectorworld.generation.learned.tile_context import TileContext, build_context
+from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
     EDGE_RIGHT,
     EDGE_SUCC,
@@ -54,7 +54,7 @@ from vectorworld.generation.tile_tensors import (
 from vectorworld.scene import AgentType, Lane
 
 if TYPE_CHECKING:
-    from vectorworld.generation.outpaint import OutpaintModel
+    from vectorworld.generation.learned.outpaint import OutpaintModel
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 """The shipped checkpoint folder (model.safetensors + config.json; ``ablations/`` holds the baselines)."""
@@ -116,7 +116,7 @@ class LearnedTileGenerator(TileGenerator):
     def model(self) -> OutpaintModel:
         """The network, loaded from ``checkpoint`` on first use (CheckpointError if unusable)."""
         if self._model is None:
-            from vectorworld.generation.outpaint import OutpaintModel
+            from vectorworld.generation.learned.outpaint import OutpaintModel
 
             self._model = OutpaintModel.load(self.checkpoint)
         return self._model
@@ -139,8 +139,8 @@ class LearnedTileGenerator(TileGenerator):
     def generate(self, request: TileRequest) -> TileContent:
         import torch
 
-        from vectorworld.generation.outpaint import SamplerConfig
-        from vectorworld.generation.vae import batch_to_torch
+        from vectorworld.generation.learned.outpaint import SamplerConfig
+        from vectorworld.generation.learned.vae import batch_to_torch
 
         model = self.model
         vae_cfg = model.vae.config

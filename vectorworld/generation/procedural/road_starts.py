@@ -6,10 +6,10 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import TileFrame
-from vectorworld.generation.occupancy import HomeZone
-from vectorworld.generation.port_groups import PortRoad
-from vectorworld.generation.road_state import GrowthConfig, Road, Slot, sample_cross_section, sample_speed
-from vectorworld.generation.roads import direction, lane_points_at, normal
+from vectorworld.generation.procedural.occupancy import HomeZone
+from vectorworld.generation.procedural.port_groups import PortRoad
+from vectorworld.generation.procedural.road_state import GrowthConfig, Road, Slot, sample_cross_section, sample_speed
+from vectorworld.generation.procedural.roads import direction, lane_points_at, normal
 from vectorworld.scene import LaneGraph, LaneType
 
 ADAPTER_ALONG_M = 0.1

@@ -1,0 +1,1 @@
+"""The procedural road-network generator: roads grown from the tile's ports, junctions, spawning."""
