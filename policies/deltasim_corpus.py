@@ -6,7 +6,7 @@ planner. The teacher is wrapped in :class:`RecordingTeacher`, which sees exactly
 inference -- the :class:`~policies.base.PolicyInput` of the Session, routes and junction right of way
 included -- and records, every ``record_every`` steps, the observation of the agents DeltaSim would move
 (:func:`policies.npc_observation.policy_slots`) with the body-frame motion the teacher's command realises
-through the engine (:func:`vectorworld.sim.dynamics.apply_deltas`). That is the traffic DeltaSim must
+through the engine (:func:`vectorworld.vehicle.dynamics.apply_deltas`). That is the traffic DeltaSim must
 reproduce: junctions with yielding, parked cars at the curb, pedestrians, turns, queues.
 
 Unlike :mod:`vectorworld.data.procedural_source` (which logs the same rollouts as :class:`Scenario` tracks
@@ -26,7 +26,7 @@ from policies.deltasim_data import Samples, samples_from
 from policies.kdisks import body_delta
 from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.errors import DataFormatError
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.vehicle.dynamics import apply_deltas
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from policies.deltasim_scenes import drive, synthetic_input
 from policies.kdisks import body_delta
 from policies.npc_observation import Observation, ObservationBuilder, ObservationConfig
 from vectorworld.errors import DataFormatError
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.vehicle.dynamics import apply_deltas
 
 SAMPLE_FIELDS = ("history", "static", "neighbors", "neighbor_mask", "lane_points", "lane_features",
                  "lane_mask", "route_ahead", "stop", "stop_mask", "motion", "speed", "agent_type", "episode")

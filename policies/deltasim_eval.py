@@ -271,7 +271,7 @@ def evaluate_womd(path: Path, policies: Sequence[str] = DEFAULT_POLICIES, horizo
                   seed: int = 0, factory: Callable[[str], Policy] = make_policy) -> dict:
     """Held-out evaluation on a real WOMD scenario (see module docstring)."""
     from vectorworld.data.womd import read_womd
-    from vectorworld.sim.dynamics import apply_deltas
+    from vectorworld.vehicle.dynamics import apply_deltas
 
     scenario = read_womd(path)
     graph = scenario.map.lanes

@@ -13,7 +13,7 @@ from policies.deltasim_recipe import RECIPE_FILE, SAMPLES_FILE, SEED_BASE, DataR
 from policies.kdisks import body_delta
 from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.errors import ConfigError
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.vehicle.dynamics import apply_deltas
 
 
 def test_session_episode_records_observations_and_realised_teacher_motion() -> None:

@@ -17,7 +17,7 @@ from policies.idm import IdmCore, IdmPolicy
 from policies.kdisks import build_kdisks, straight_motions
 from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.scene import Agents, LaneGraph
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.vehicle.dynamics import apply_deltas
 
 
 def _agents(x0: float, v0: float, crossing_speed: float) -> Agents:
