@@ -9,9 +9,8 @@ included -- and records, every ``record_every`` steps, the observation of the ag
 through the engine (:func:`vectorworld.vehicle.dynamics.apply_deltas`). That is the traffic DeltaSim must
 reproduce: junctions with yielding, parked cars at the curb, pedestrians, turns, queues.
 
-Unlike :mod:`vectorworld.data.procedural_source` (which logs the same rollouts as :class:`Scenario` tracks
-for the world model), the recorder keeps the routes and the right-of-way state of every step, which a
-track log does not carry and the observation needs.
+The recorder keeps the routes and the right-of-way state of every step, which a track log does not carry
+and the observation needs.
 """
 
 from __future__ import annotations
