@@ -5,7 +5,7 @@ NPCs are driven by an IDM teacher with randomised driver parameters, and whose e
 planner. The teacher is wrapped in :class:`RecordingTeacher`, which sees exactly what DeltaSim sees at
 inference -- the :class:`~policies.base.PolicyInput` of the Session, routes and junction right of way
 included -- and records, every ``record_every`` steps, the observation of the agents DeltaSim would move
-(:func:`policies.npc_observation.policy_slots`) with the body-frame motion the teacher's command realises
+(:func:`policies.deltasim.observation.policy_slots`) with the body-frame motion the teacher's command realises
 through the engine (:func:`vectorworld.vehicle.dynamics.apply_deltas`). That is the traffic DeltaSim must
 reproduce: junctions with yielding, parked cars at the curb, pedestrians, turns, queues.
 
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.base import Policy, PolicyInput
-from policies.deltasim_data import Samples, samples_from
-from policies.kdisks import body_delta
-from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
+from policies.deltasim.kdisks import body_delta
+from policies.deltasim.observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.errors import DataFormatError
+from vectorworld.train.deltasim_data import Samples, samples_from
 from vectorworld.vehicle.dynamics import apply_deltas
 
 
@@ -33,7 +33,7 @@ class SessionCorpusConfig:
     """``episodes`` Sessions (seeds ``first_seed`` + i), each ``warmup_steps`` unrecorded steps then
     ``steps`` steps of which every ``record_every``-th is recorded. ``action_noise``: DART-style noise
     (m, m, rad; std per step) on the executed motion of moving NPCs (the label stays the clean motion).
-    No defaults: the shipped recipe is :class:`policies.deltasim_recipe.DataRecipe`."""
+    No defaults: the shipped recipe is :class:`vectorworld.train.deltasim_recipe.DataRecipe`."""
 
     episodes: int
     steps: int
