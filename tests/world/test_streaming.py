@@ -2,8 +2,9 @@
 
 import numpy as np
 
-import tests.straight_world  # noqa: F401 - registers "test-straight"
+from tests.straight_world import StraightGenerator  # also registers "test-straight"
 from vectorworld.generation import make_generator
+from vectorworld.generation.base import AgentSpawns, TileContent, TileRequest
 from vectorworld.scene import Lane, LaneType
 from vectorworld.world import StreamingWorld, WorldConfig
 from vectorworld.world.drivable import DrivableGrid
@@ -104,3 +105,25 @@ def test_a_port_reopened_by_retirement_gets_fresh_attempts():
     assert port in world.graph and not world.graph[port].successors
     assert port not in world._attempts and port not in world.dead_ends
     assert not (world._exhausted_ports - set(world.graph.lanes))  # no bookkeeping for retired lanes
+
+
+class _FirstTileOnly(StraightGenerator):
+    """Lays the first tile, then continues nothing: every out port ends in the straight fallback."""
+
+    name = "test-first-tile-only"
+
+    def generate(self, request: TileRequest) -> TileContent:
+        if any(p.is_out for p in request.ports):
+            return TileContent((), (), AgentSpawns.none())
+        return super().generate(request)
+
+
+def test_a_port_nothing_continues_gets_a_straight_fallback_tile_flagged_as_such():
+    world = StreamingWorld(_FirstTileOnly(), np.random.default_rng(0))
+    first = world.start()
+    made = []
+    for x in np.arange(0.0, 120.0, 5.0):
+        made += world.ensure_coverage(np.array([x, -1.75]), 0.0, None, np.zeros((0, 2)))
+    straight = [g.tile for g in made if g.tile.fallback]
+    assert straight and all(t.generator == "straight-fallback" and t.latency_ms == 0.0 for t in straight)
+    assert not first.tile.fallback and world.fallback_tiles == len(straight)
