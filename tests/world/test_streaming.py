@@ -96,15 +96,15 @@ def test_a_port_reopened_by_retirement_gets_fresh_attempts():
     ends = {i: world.graph[i].points[-1, 0] for i in world.graph.lanes if world.graph[i].successors}
     port = min(ends, key=lambda i: abs(ends[i] - 160.0))       # a lane continued by the next tile
     follower_tile = world.graph[world.graph[port].successors[0]].tile_id
-    world._attempts[port] = world.config.attempts_per_port     # as if it had used up its attempts before
-    world._exhausted_ports.add(world.graph[port].successors[0])
+    world.ports.attempts[port] = world.config.attempts_per_port  # as if it had used up its attempts before
+    world.ports.dead_ends.add(world.graph[port].successors[0])
     centre = world.tiles[follower_tile].center_xy
     # Stand behind the port so that the follower's tile is just beyond retention and the port's is not.
     ego = np.array([centre[0] - world.config.retention_m - 1.0, -1.75])
     world.retire(ego)
     assert port in world.graph and not world.graph[port].successors
-    assert port not in world._attempts and port not in world.dead_ends
-    assert not (world._exhausted_ports - set(world.graph.lanes))  # no bookkeeping for retired lanes
+    assert port not in world.ports.attempts and port not in world.dead_ends
+    assert not (world.ports.dead_ends - set(world.graph.lanes))  # no bookkeeping for retired lanes
 
 
 class _FirstTileOnly(StraightGenerator):

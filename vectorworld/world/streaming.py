@@ -27,6 +27,7 @@ from vectorworld.generation.base import (
 )
 from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph, LaneType, Tile
 from vectorworld.world.drivable import DrivableGrid
+from vectorworld.world.ports import PortBook, any_within
 
 
 @dataclass(frozen=True)
@@ -67,13 +68,7 @@ class StreamingWorld:
         self.lane_ids = IdAllocator()
         self.tile_ids = IdAllocator()
         self.fallback_tiles = 0
-        self._exhausted_ports: set[int] = set()
-        self._attempts: dict[int, int] = {}
-        # The last look that found no open port: graph version, route end, ego xy, first deferral to end.
-        self._quiet: tuple[int, int | None, np.ndarray, float] | None = None
-        self._calls = 0  # ensure_coverage calls (the clock of deferrals)
-        # Port lane id -> (call from which it may be tried again, where its last tile met traffic (P, 2)).
-        self._deferred: dict[int, tuple[int, np.ndarray]] = {}
+        self.ports = PortBook()
 
     # ----------------------------------------------------------------- building
     def start(self, center_xy: np.ndarray | None = None, yaw: float = 0.0) -> GeneratedTile:
@@ -109,20 +104,14 @@ class StreamingWorld:
         every agent (new agents are not spawned onto them); moving_xy (K, 2): the agents in motion -- a tile
         whose road would cut across another road near one of them is deferred (see ``_commit``).
         """
-        self._calls += 1
-        quiet = self._quiet
-        if (quiet is not None and quiet[0] == self.graph.version and quiet[1] == route_end_lane
-                and np.linalg.norm(quiet[2] - ego_xy) < REQUERY_M and self._calls < quiet[3]):
+        self.ports.tick()
+        if self.ports.still_quiet(self.graph.version, route_end_lane, ego_xy, REQUERY_M):
             return []  # nothing new within reach since the last look, and no deferral is over
         new: list[GeneratedTile] = []
         for _ in range(self.config.max_tiles_per_update):
             port = self._next_port(ego_xy, ego_yaw, route_end_lane, moving_xy)
             if port is None:
-                # Deferrals over by now belong to ports out of reach (those in reach were just renewed or
-                # cleared): forget them, and wake up for the first one still running.
-                self._deferred = {k: v for k, v in self._deferred.items() if v[0] > self._calls}
-                wake = min((until for until, _ in self._deferred.values()), default=np.inf)
-                self._quiet = (self.graph.version, route_end_lane, np.array(ego_xy, float), wake)
+                self.ports.remember_quiet(self.graph.version, route_end_lane, ego_xy)
                 break
             new.extend(self._generate_at(port, agents_xy, moving_xy))
         return new
@@ -159,9 +148,7 @@ class StreamingWorld:
                 self.drivable.remove(lane_id)
             self.graph.remove(gone)
             removed.extend(gone)
-            for lane_id in reopened.union(gone):
-                self._attempts.pop(lane_id, None)
-                self._exhausted_ports.discard(lane_id)
+            self.ports.reopen(reopened.union(gone))
         return removed
 
     # ----------------------------------------------------------------- ports
@@ -184,7 +171,8 @@ class StreamingWorld:
                    moving_xy: np.ndarray | None = None) -> Port | None:
         lookahead = self.config.lookahead_m
         candidates = [p for p in self.open_ports(ego_xy, lookahead) if p.is_out and p.lane_id not in
-                      self._exhausted_ports and not self._still_deferred(p.lane_id, moving_xy)]
+                      self.ports.dead_ends
+                      and not self.ports.waits(p.lane_id, moving_xy, SURPRISE_RADIUS_M, DEFER_CALLS)]
         if not candidates:
             return None
         for port in candidates:
@@ -196,21 +184,6 @@ class StreamingWorld:
             return None
         return min(ahead, key=lambda p: (float(np.linalg.norm(p.xy - ego_xy)), p.lane_id))
 
-    def _still_deferred(self, lane_id: int, moving_xy: np.ndarray | None) -> bool:
-        """Whether a deferred port must wait on: its time is not up, or traffic is still moving where its
-        last tile met another road (generating again would only be refused again)."""
-        entry = self._deferred.get(lane_id)
-        if entry is None:
-            return False
-        until, points = entry
-        if until > self._calls:
-            return True
-        if moving_xy is not None and _any_within(points, moving_xy, SURPRISE_RADIUS_M):
-            self._deferred[lane_id] = (self._calls + DEFER_CALLS, points)
-            return True
-        del self._deferred[lane_id]
-        return False
-
     def _generate_at(self, port: Port, agents_xy: np.ndarray, moving_xy: np.ndarray | None) -> list[GeneratedTile]:
         """The generated tile, followed by any straight continuation of a port it failed again; nothing
         (and the port deferred) if the tile would surprise traffic."""
@@ -218,7 +191,7 @@ class StreamingWorld:
         radius = TILE_SIZE_M / np.sqrt(2.0) + self.config.port_margin_m
         ports = tuple(p for p in self.open_ports(port.xy, radius)
                       if frame.contains(p.xy, self.config.port_margin_m)
-                      and p.lane_id not in self._exhausted_ports)
+                      and p.lane_id not in self.ports.dead_ends)
         near_agents = agents_xy[np.linalg.norm(agents_xy - port.xy, axis=-1) < radius + 20.0] \
             if len(agents_xy) else np.zeros((0, 2))
         request = TileRequest(frame=frame, ports=ports, graph=self.graph, lane_ids=self.lane_ids,
@@ -228,7 +201,7 @@ class StreamingWorld:
         latency_ms = (time.perf_counter() - t0) * 1e3
         tile = self._commit(frame, content, latency_ms, moving_xy=moving_xy)
         if isinstance(tile, Refused):
-            self._deferred[port.lane_id] = (self._calls + DEFER_CALLS, tile.surprise_at)
+            self.ports.defer(port.lane_id, tile.surprise_at, DEFER_CALLS)
             return []
         generated = [tile]
         # A port the generator could not continue would be asked for again forever: remember it. Ports
@@ -240,16 +213,16 @@ class StreamingWorld:
             inside = bool(frame.contains(p.xy, -1.0))
             if not (still_open and (p.lane_id == port.lane_id or inside)):
                 continue
-            attempts = self._attempts[p.lane_id] = self._attempts.get(p.lane_id, 0) + 1
+            attempts = self.ports.count_attempt(p.lane_id)
             if attempts == self.config.attempts_per_port and p.is_out:
                 straight = self._extend_straight(p, moving_xy)
                 if isinstance(straight, GeneratedTile):
                     generated.append(straight)
                 else:  # it would surprise traffic: try again later
-                    self._attempts[p.lane_id] -= 1
-                    self._deferred[p.lane_id] = (self._calls + DEFER_CALLS, straight.surprise_at)
+                    self.ports.undo_attempt(p.lane_id)
+                    self.ports.defer(p.lane_id, straight.surprise_at, DEFER_CALLS)
             elif attempts > self.config.attempts_per_port:
-                self._exhausted_ports.add(p.lane_id)
+                self.ports.dead_ends.add(p.lane_id)
         return generated
 
     def _extend_straight(self, port: Port, moving_xy: np.ndarray | None) -> GeneratedTile | Refused:
@@ -330,7 +303,7 @@ class StreamingWorld:
                                                   shapely.LineString(lb.points)).coords).mean(0)
                  for la, lb in crossings if la.tile_id != lb.tile_id] if len(agents_xy) else []
         points = np.array(meets).reshape(-1, 2)
-        return points if _any_within(points, agents_xy, SURPRISE_RADIUS_M) else np.zeros((0, 2))
+        return points if any_within(points, agents_xy, SURPRISE_RADIUS_M) else np.zeros((0, 2))
 
     def _mark_crossings(self, new_ids: Sequence[int], crossings: list[tuple[Lane, Lane]] | None = None,
                         max_length_m: float = 120.0) -> None:
@@ -356,7 +329,7 @@ class StreamingWorld:
     @property
     def dead_ends(self) -> set[int]:
         """Lanes ending in an open end the generator could not continue."""
-        return self._exhausted_ports
+        return self.ports.dead_ends
 
 
 
@@ -379,14 +352,6 @@ STRAIGHT_FALLBACK = "straight-fallback"
 """Generator name of the straight lanes that continue a port no generator could continue."""
 CLOSE_PASS_M = 2.5
 """Centrelines closer than this (less than a lane width) that are not connected pass through one junction."""
-
-
-def _any_within(points: np.ndarray, others: np.ndarray, radius_m: float) -> bool:
-    """Whether any of ``others`` (M, 2) lies within ``radius_m`` of any of ``points`` (P, 2)."""
-    if len(points) == 0 or len(others) == 0:
-        return False
-    delta = points[:, None] - others[None]
-    return bool((np.einsum("pmk,pmk->pm", delta, delta) < radius_m * radius_m).any())
 
 
 def _related(la: Lane, lb: Lane) -> bool:
