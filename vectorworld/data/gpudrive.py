@@ -30,7 +30,14 @@ import numpy as np
 
 from vectorworld.data import assemble, womd_pb2
 from vectorworld.data.scenario import Scenario, ScenarioSource, SignalState, TrafficSignals
-from vectorworld.data.womd_export import feature_points, signal_steps, track_arrays
+from vectorworld.data.womd_export import (
+    ROAD_EDGE_BASE,
+    ROAD_LINE_BASE,
+    feature_points,
+    roadgraph_type,
+    signal_steps,
+    track_arrays,
+)
 from vectorworld.data.womd_map import road_map_from_features
 from vectorworld.errors import DataFormatError
 from vectorworld.scene import AgentType
@@ -42,7 +49,7 @@ OBJECT_TYPES = {"unset": AgentType.UNSET, "vehicle": AgentType.VEHICLE, "pedestr
                 "cyclist": AgentType.CYCLIST, "other": AgentType.OTHER}
 SIGNAL_NAMES = {s: s.name.lower() for s in SignalState}
 ROAD_KINDS = ("lane", "road_line", "road_edge", "stop_sign", "crosswalk", "speed_bump", "driveway")
-_TYPE_BASE = {"road_line": 5, "road_edge": 14}
+_TYPE_BASE = {"road_line": ROAD_LINE_BASE, "road_edge": ROAD_EDGE_BASE}
 
 
 def load_json(path: str | Path) -> dict[str, Any]:
@@ -203,11 +210,8 @@ def gpudrive_from_womd(msg: womd_pb2.Scenario, name: str = "") -> dict[str, Any]
         kind = feature.WhichOneof("feature_data")
         if kind is None:
             continue
-        code = {"lane": lambda: int(feature.lane.type), "road_line": lambda: 5 + int(feature.road_line.type),
-                "road_edge": lambda: 14 + int(feature.road_edge.type), "stop_sign": lambda: 17,
-                "crosswalk": lambda: 18, "speed_bump": lambda: 19, "driveway": lambda: 20}[kind]()
         roads.append({"geometry": [{"x": x, "y": y, "z": z} for x, y, z in feature_points(feature).tolist()],
-                      "type": kind, "map_element_id": code, "id": int(feature.id)})
+                      "type": kind, "map_element_id": roadgraph_type(feature), "id": int(feature.id)})
     tl: dict[str, dict[str, list[Any]]] = {}
     for k, entries in enumerate(signal_steps(msg)):
         for e in entries:

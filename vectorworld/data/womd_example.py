@@ -33,7 +33,15 @@ from google.protobuf.message import DecodeError
 from vectorworld.data import assemble, tf_example_pb2, womd_pb2
 from vectorworld.data.scenario import Scenario, ScenarioSource, TrafficSignals
 from vectorworld.data.tfrecord import Record, iter_records, read_record, write_records
-from vectorworld.data.womd_export import feature_points, signal_steps, track_arrays
+from vectorworld.data.womd_export import (
+    KIND_CODES,
+    ROAD_EDGE_BASE,
+    ROAD_LINE_BASE,
+    feature_points,
+    roadgraph_type,
+    signal_steps,
+    track_arrays,
+)
 from vectorworld.data.womd_map import road_map_from_features
 from vectorworld.errors import DataFormatError
 
@@ -42,8 +50,8 @@ SEGMENTS = ("past", "current", "future")
 STATE_FLOATS = ("x", "y", "z", "bbox_yaw", "length", "width", "height", "velocity_x", "velocity_y", "vel_yaw",
                 "speed")
 LIGHT_FIELDS = ("state", "valid", "id", "x", "y", "z")
-ROAD_LINE_BASE, ROAD_EDGE_BASE = 5, 14
-STOP_SIGN, CROSSWALK, SPEED_BUMP, DRIVEWAY = 17, 18, 19, 20
+STOP_SIGN, CROSSWALK, SPEED_BUMP, DRIVEWAY = (KIND_CODES[k] for k in ("stop_sign", "crosswalk", "speed_bump",
+                                                                       "driveway"))
 _POLYGON_TYPES = {CROSSWALK: "crosswalk", SPEED_BUMP: "speed_bump", DRIVEWAY: "driveway"}
 
 
@@ -320,11 +328,7 @@ def _put_roadgraph(msg: womd_pb2.Scenario, put, max_points: int) -> None:
         pts = feature_points(feature)
         if kind is None or not len(pts):
             continue
-        code = {"lane": lambda: int(feature.lane.type),
-                "road_line": lambda: ROAD_LINE_BASE + int(feature.road_line.type),
-                "road_edge": lambda: ROAD_EDGE_BASE + int(feature.road_edge.type),
-                "stop_sign": lambda: STOP_SIGN, "crosswalk": lambda: CROSSWALK, "speed_bump": lambda: SPEED_BUMP,
-                "driveway": lambda: DRIVEWAY}[kind]()
+        code = roadgraph_type(feature)
         step = np.diff(pts, axis=0, append=pts[-1:])
         norm = np.linalg.norm(step, axis=1, keepdims=True)
         blocks.append((pts, np.divide(step, norm, out=np.zeros_like(step), where=norm > 0), feature.id, code))

@@ -67,3 +67,20 @@ def feature_points(feature: womd_pb2.MapFeature) -> np.ndarray:
     else:
         pts = msg.polyline
     return np.array([(p.x, p.y, p.z) for p in pts], np.float64).reshape(-1, 3)
+
+
+ROAD_LINE_BASE, ROAD_EDGE_BASE = 5, 14
+"""tf.Example / GPUDrive map type codes: road lines are RoadLine.type + 5, road edges RoadEdge.type + 14."""
+KIND_CODES = {"stop_sign": 17, "crosswalk": 18, "speed_bump": 19, "driveway": 20}
+
+
+def roadgraph_type(feature: womd_pb2.MapFeature) -> int:
+    """The tf.Example ``roadgraph_samples/type`` (GPUDrive ``map_element_id``) of a map feature; -1 if empty."""
+    kind = feature.WhichOneof("feature_data")
+    if kind == "lane":
+        return int(feature.lane.type)
+    if kind == "road_line":
+        return ROAD_LINE_BASE + int(feature.road_line.type)
+    if kind == "road_edge":
+        return ROAD_EDGE_BASE + int(feature.road_edge.type)
+    return KIND_CODES.get(kind or "", -1)
