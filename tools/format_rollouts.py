@@ -37,7 +37,8 @@ def convert(womd: Path, folder: Path) -> dict[str, str]:
 
 def drive_past_map(source: str, km_past: float, npc: str, max_steps: int) -> dict[str, object]:
     """Drive until ``km_past`` km after the ego first leaves the recorded map's extent."""
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     session = Session(SessionConfig(seed=0, scenario=source, target_km=10_000.0, npc_policy=npc,
                                     max_steps=max_steps).validate())
