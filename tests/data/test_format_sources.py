@@ -24,7 +24,11 @@ def one_line_error(result, needle: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], result.output
 
 
-def test_detection_and_prefixes(format_files, womd_path: Path, nuplan_files) -> None:
+def test_detection_and_prefixes(format_files, womd_path: Path, nuplan_files, womd_message, tmp_path: Path) -> None:
+    from vectorworld.data.womd_example import write_womd_example
+
+    write_womd_example(tmp_path / "z.tfrecord.gz", [womd_message], compress=True)
+    assert detect_kind(tmp_path / "z.tfrecord.gz") == "womd-example"
     for kind, path in format_files.items():
         assert detect_kind(path) == kind and parse_source(str(path)).kind == kind
         assert parse_source(f"{kind}:{path}#0").selector == "0"

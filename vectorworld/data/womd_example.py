@@ -143,8 +143,7 @@ def scenario_from_example(feats: dict[str, np.ndarray | list[bytes]], source: Sc
     timestamps = _timestamps(f, counts, num_steps)
     features, skipped = _map_features(f, where)
     road_map, notes = road_map_from_features(features)
-    scenario_id = feats.get("scenario/id")
-    sid = scenario_id[0].decode("utf-8", "replace") if isinstance(scenario_id, list) and scenario_id else ""
+    sid = _scenario_id(feats)
     metadata = {"objects_of_interest": [int(tracks.ids[position[s]]) for s in flagged("state/objects_of_interest")],
                 "timestamp_offset_s": float(timestamps[0]), "inferred": ["successors"], **notes}
     if skipped:
@@ -222,16 +221,13 @@ def scenario_from_record(path: str | Path, record: Record) -> Scenario:
     """Parse and convert one TFRecord record of a WOMD tf.Example file."""
     where = f"{path}: record {record.index} at byte offset {record.offset}"
     feats = parse_example(record.payload, where)
-    source = ScenarioSource(dataset=DATASET, path=str(path), index=record.index, name="")
-    scenario = scenario_from_example(feats, source, where)
-    return scenario if source.name else _named(scenario)
+    source = ScenarioSource(dataset=DATASET, path=str(path), index=record.index, name=_scenario_id(feats))
+    return scenario_from_example(feats, source, where)
 
 
-def _named(scenario: Scenario) -> Scenario:
-    import dataclasses
-
-    source = dataclasses.replace(scenario.source, name=scenario.scenario_id)
-    return dataclasses.replace(scenario, source=source)
+def _scenario_id(feats: dict[str, np.ndarray | list[bytes]]) -> str:
+    value = feats.get("scenario/id")
+    return value[0].decode("utf-8", "replace") if isinstance(value, list) and value else ""
 
 
 def iter_womd_example(path: str | Path, verify: bool = True) -> Iterator[Scenario]:
@@ -244,9 +240,7 @@ def read_womd_example(path: str | Path, selector: int | str = 0, verify: bool = 
     if isinstance(selector, int) or selector.isdigit():
         return scenario_from_record(path, read_record(path, int(selector), verify=verify))
     for record in iter_records(path, verify=verify):
-        feats = parse_example(record.payload, f"{path}: record {record.index}")
-        sid = feats.get("scenario/id")
-        if isinstance(sid, list) and sid and sid[0].decode("utf-8", "replace") == selector:
+        if _scenario_id(parse_example(record.payload, f"{path}: record {record.index}")) == selector:
             return scenario_from_record(path, record)
     raise DataFormatError(f"{path}: no scenario with id {selector!r}")
 
