@@ -3,7 +3,7 @@
 Layers, top to bottom (a module may import its own package and any package of a LOWER layer; two
 packages of one layer do not import each other):
 
-    cli → viewer → sim_server, batch → eval → train → sim (engine) → policies → world
+    cli → viewer → sim_server, batch → eval → train → wire → sim (engine) → policies → world
         → generation, data, vehicle → scene → geometry → errors, plugins, v1, the ``vectorworld`` root
 
 Every import counts, also one inside a function (a lazy import is still a dependency). Outside
@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sim_server", "vectorworld.batch"),
     ("vectorworld.eval",),
     ("vectorworld.train",),
+    ("vectorworld.wire",),
     ("vectorworld.sim",),
     ("policies",),
     ("vectorworld.world",),

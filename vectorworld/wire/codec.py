@@ -21,7 +21,11 @@ from vectorworld.scene import Agents
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
-from vectorworld.sim.wire_format import (
+from vectorworld.v1 import session_pb2, world_pb2
+from vectorworld.vehicle.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
+from vectorworld.wire.history import AgentHistoryCache, HistoryDeltaEncoder
+from vectorworld.wire.lanes import LaneDecodeCache, LaneDeltaEncoder, LaneEncodeMemo, lanes_to_wire
+from vectorworld.wire.raw import (
     agents_from_proto,
     agents_to_wire,
     lane_from_proto,
@@ -31,14 +35,10 @@ from vectorworld.sim.wire_format import (
     tile_from_proto,
     tile_to_proto,
 )
-from vectorworld.sim.wire_format import (
+from vectorworld.wire.raw import (
     polyline_to_proto as polyline_to_proto,  # re-exported: part of this module's API
 )
-from vectorworld.sim.wire_history import AgentHistoryCache, HistoryDeltaEncoder
-from vectorworld.sim.wire_lanes import LaneDecodeCache, LaneDeltaEncoder, LaneEncodeMemo, lanes_to_wire
-from vectorworld.sim.wire_table import agent_table_to_wire, agents_from_table
-from vectorworld.v1 import session_pb2, world_pb2
-from vectorworld.vehicle.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
+from vectorworld.wire.table import agent_table_to_wire, agents_from_table
 
 _END_TO_WIRE = {
     EndReason.NONE: world_pb2.END_REASON_RUNNING,

@@ -38,7 +38,7 @@ def run_episode(config: SessionConfig, record_path: Path | None = None,
     session = Session(config)
     writer = None
     if record_path is not None:
-        from vectorworld.sim.recording import RecordingWriter
+        from vectorworld.wire.recording import RecordingWriter
 
         writer = RecordingWriter(record_path, config)
     try:
