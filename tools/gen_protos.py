@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PROTOS: dict[str, str] = {
     "vectorworld/data/womd.proto": "proto/womd/scenario.proto",
+    "vectorworld/data/tf_example.proto": "proto/tfexample/example.proto",
     # The service contract: modules land in vectorworld/v1/ (protobuf only, importable by the core).
     "vectorworld/v1/world.proto": "proto/vectorworld/v1/world.proto",
     "vectorworld/v1/session.proto": "proto/vectorworld/v1/session.proto",

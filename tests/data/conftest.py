@@ -59,3 +59,27 @@ def nuplan_scenario(nuplan_files):
 
     db, maps, _ = nuplan_files
     return read_nuplan(db, 0, maps_root=maps)
+
+
+@pytest.fixture(scope="session")
+def womd_message(womd_path: Path):
+    """The real sample's WOMD Scenario message (what the format writers convert)."""
+    from vectorworld.data import womd_pb2
+    from vectorworld.data.tfrecord import read_record
+
+    return womd_pb2.Scenario.FromString(read_record(womd_path, 0).payload)
+
+
+@pytest.fixture(scope="session")
+def format_files(tmp_path_factory: pytest.TempPathFactory, womd_message) -> dict[str, Path]:
+    """The real sample converted by our writers: kind -> path (treat as read-only)."""
+    from vectorworld.data.gpudrive import write_gpudrive
+    from vectorworld.data.scenarionet_writer import write_scenarionet
+    from vectorworld.data.womd_example import write_womd_example
+
+    root = tmp_path_factory.mktemp("formats")
+    write_womd_example(root / "sample.tfexample.tfrecord", [womd_message])
+    write_scenarionet(root / "scenarionet", [womd_message])
+    return {"womd-example": root / "sample.tfexample.tfrecord",
+            "gpudrive": write_gpudrive(root / "scene.json", womd_message),
+            "scenarionet": root / "scenarionet"}

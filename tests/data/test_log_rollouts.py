@@ -31,10 +31,12 @@ def drive(config: SessionConfig, steps: int) -> Session:
     return session
 
 
-@pytest.mark.parametrize("source", ["womd", "nuplan"])
+@pytest.mark.parametrize("source", ["womd", "nuplan", "womd-example", "gpudrive", "scenarionet"])
 def test_log_rollout_outpaints_from_the_real_lanes(source: str, request: pytest.FixtureRequest) -> None:
     if source == "womd":
         config = SessionConfig(seed=0, scenario=f"womd:{request.getfixturevalue('womd_path')}")
+    elif source != "nuplan":  # the WOMD sample converted by our writers
+        config = SessionConfig(seed=0, scenario=f"{source}:{request.getfixturevalue('format_files')[source]}")
     else:
         db, maps, _ = request.getfixturevalue("nuplan_files")
         config = SessionConfig(seed=0, scenario=f"nuplan:{db}#0", nuplan_maps_dir=str(Path(maps)))
@@ -48,3 +50,32 @@ def test_log_rollout_outpaints_from_the_real_lanes(source: str, request: pytest.
     # The ego left the recorded map onto generated lanes, or is about to.
     generated = [i for i in session.world.graph.lanes if i not in real_ids]
     assert generated
+
+
+def outside(session: Session) -> bool:
+    x0, y0, x1, y1 = session.scenario.map.extent()
+    x, y = session.agents.xy[session.ego_slot]
+    return not (x0 <= x <= x1 and y0 <= y <= y1)
+
+
+@pytest.mark.slow
+def test_rollout_from_a_converted_file_drives_1km_past_its_map(format_files) -> None:
+    """GPUDrive (the format that carries least: no lane graph, timestamps or current step) all the way."""
+    import torch
+
+    torch.set_num_threads(1)
+    session = Session(SessionConfig(seed=0, scenario=f"gpudrive:{format_files['gpudrive']}", target_km=10_000.0,
+                                    max_steps=20_000))
+    obs = session.reset()
+    left_m = None
+    while not obs.done:
+        obs = session.step()
+        if left_m is None and outside(session):
+            left_m = session.metrics.distance_m
+        if left_m is not None and session.metrics.distance_m >= left_m + 1000.0:
+            break
+    assert left_m is not None, "the ego never left the recorded map"
+    assert session.end_reason.value == "none", session.end_reason
+    assert session.metrics.distance_m >= left_m + 1000.0 and outside(session)
+    # The world around the ego is generated now (the recorded lanes may already be retired behind it).
+    assert set(session.world.graph.lanes) - set(session.scenario.map.lanes.lanes)

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from vectorworld.cli.groups import bad_input, dataset_app
+from vectorworld.cli.groups import SOURCE_FORMS, bad_input, dataset_app
 from vectorworld.errors import VectorWorldError
 
 
@@ -21,6 +21,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     table.add_column("field")
     table.add_column("value")
     rows = {
+        "format": f"{summary['format']} ({summary['format_name']})",
         "file": f"{summary['file']} (#{summary['index']} of {summary['scenarios_in_file']})",
         "steps": f"{summary['num_steps']} (current {summary['current_index']}, dt {summary['dt_s']:.2f} s, "
                  f"{summary['duration_s']:.1f} s)",
@@ -39,6 +40,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
         rows["map extent"] = f"x [{x0:.1f}, {x1:.1f}] y [{y0:.1f}, {y1:.1f}] ({x1 - x0:.0f} x {y1 - y0:.0f} m)"
     s = summary["signals"]
     rows["signals"] = f"{s['controlled_lanes']} lanes, {s['lanes_per_step_min']}-{s['lanes_per_step_max']} per step"
+    if summary.get("inferred"):
+        rows["inferred"] = ", ".join(summary["inferred"]) + " (not in the file)"
     for k, v in rows.items():
         table.add_row(k, v)
     Console().print(table)
@@ -49,7 +52,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def inspect(
-        source: str = typer.Argument(..., help="womd:FILE[#INDEX|#ID], nuplan:LOG.db[#SCENE] or a plain path."),
+        source: str = typer.Argument(..., help=f"Scenario source: {SOURCE_FORMS}."),
         nuplan_maps: Path | None = typer.Option(None, "--nuplan-maps", help="nuPlan maps root (or a map.gpkg)."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
@@ -67,7 +70,8 @@ def register(app: typer.Typer) -> None:
 
     @dataset_app.command("build")
     def build(
-        source: str = typer.Argument(..., help="womd:GLOB or nuplan:GLOB (every record / scene is used)."),
+        source: str = typer.Argument(..., help=f"Scenarios: {SOURCE_FORMS}; PATH may be a "
+                                  "glob, every record / scene / file is used."),
         out: Path = typer.Argument(..., help="Output folder (shards + manifest.json); reruns resume."),
         nuplan_maps: Path | None = typer.Option(None, "--nuplan-maps", help="nuPlan maps root."),
         scenarios_per_shard: int = typer.Option(64, "--scenarios-per-shard", help="Scenarios per shard."),

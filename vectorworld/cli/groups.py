@@ -18,6 +18,11 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(dataset_app, name="dataset")
 
 
+SOURCE_FORMS = ("womd:FILE[#N|#ID], womd-example:FILE[#N|#ID], nuplan:LOG.db[#SCENE], gpudrive:SCENE.json, "
+                "scenarionet:DIR_OR_PKL[#N|#NAME] or a plain path (format detected)")
+"""How every command that takes a scenario source spells it (vectorworld.data.sources parses them all)."""
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print a one-line error and return the Exit to raise (exit code 2 = bad input)."""
     typer.echo(f"error: {message}", err=True)

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from policies import DEFAULT_NPC_POLICY
-from vectorworld.cli.groups import bad_input, fail
+from vectorworld.cli.groups import SOURCE_FORMS, bad_input, fail
 from vectorworld.errors import VectorWorldError
 
 
@@ -78,8 +78,8 @@ def register(app: typer.Typer) -> None:
         planner: str = typer.Option("idm", "--planner", help="Ego planner: idm | module:Class."),
         generator: str = typer.Option("procedural", "--generator", help="Tile generator."),
         max_steps: int | None = typer.Option(None, "--max-steps", help="Step limit per episode."),
-        scenario: str | None = typer.Option(None, "--scenario", help="Start from a log: womd:PATH[#INDEX] "
-                                            "or nuplan:DB[#SCENE]; the world outpaints past its map."),
+        scenario: str | None = typer.Option(None, "--scenario", help=f"Start from a log: {SOURCE_FORMS}; "
+                                            "the world outpaints past its map."),
         nuplan_maps: Path | None = typer.Option(None, "--nuplan-maps", help="nuPlan maps root (for nuplan:)."),
         workers: int = typer.Option(1, "--workers", help="Run episodes in this many local processes."),
         ray: str | None = typer.Option(None, "--ray", metavar="ADDRESS",

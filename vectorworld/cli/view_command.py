@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from policies import DEFAULT_NPC_POLICY
-from vectorworld.cli.groups import bad_input, fail
+from vectorworld.cli.groups import SOURCE_FORMS, bad_input, fail
 from vectorworld.errors import VectorWorldError
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
         npc: str = typer.Option(DEFAULT_NPC_POLICY, "--npc", help="NPC policy for --drive."),
         km: float = typer.Option(5.0, "--km", help="Target distance of the --drive episode (km)."),
         scenario: str | None = typer.Option(None, "--scenario",
-                                            help="--drive from a log: womd:PATH[#INDEX] or nuplan:DB."),
+                                            help=f"--drive from a log: {SOURCE_FORMS}."),
         screenshot: Path | None = typer.Option(None, "--screenshot",
                                                help="Render one frame to this PNG and exit (no display)."),
         step: int | None = typer.Option(None, "--step", help="Step to show (clamped to the recording). "

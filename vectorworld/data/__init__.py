@@ -5,7 +5,11 @@
   :mod:`womd_pb2`) -- Waymo Open Motion TFRecord files, no TensorFlow.
 * :mod:`~vectorworld.data.nuplan` (+ :mod:`nuplan_map`, :mod:`geopackage`) -- nuPlan SQLite logs and
   GeoPackage maps, no devkit.
-* :mod:`~vectorworld.data.sources` -- ``womd:PATH#INDEX`` / ``nuplan:DB#SCENE`` strings, ``load_scenario``;
+* :mod:`~vectorworld.data.womd_example` (WOMD tf.Example, :mod:`tf_example_pb2`),
+  :mod:`~vectorworld.data.gpudrive` (GPUDrive JSON), :mod:`~vectorworld.data.scenarionet` (ScenarioNet
+  pickles via :mod:`safe_pickle`; writer in :mod:`scenarionet_writer`) -- lowered to WOMD map features by
+  :mod:`assemble`; :mod:`womd_export` feeds the writers.
+* :mod:`~vectorworld.data.sources` -- ``KIND:PATH#SELECTOR`` strings for all five formats, ``load_scenario``;
   :mod:`~vectorworld.data.summary` -- ``inspect_scenario``.
 * :mod:`~vectorworld.data.tiles` and :mod:`~vectorworld.data.dataset` -- 64 m training tiles, ``.npz``
   shards and a manifest.

@@ -7,10 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from vectorworld.data import nuplan
 from vectorworld.data.scenario import Scenario
-from vectorworld.data.sources import SourceSpec, load_scenario, parse_source
-from vectorworld.data.tfrecord import count_records
+from vectorworld.data.sources import SourceSpec, count_in_file, load_scenario, parse_source
 from vectorworld.scene import AgentType
 
 
@@ -69,10 +67,11 @@ def inspect_scenario(source: str | SourceSpec, nuplan_maps_dir: str | Path | Non
     """Summary of the scenario a source string names, plus how many scenarios its file holds."""
     spec = parse_source(source) if isinstance(source, str) else source
     scenario = load_scenario(spec, nuplan_maps_dir)
-    summary = {"source": str(spec), **summarize_scenario(scenario)}
-    if spec.kind == "womd":
-        summary["scenarios_in_file"] = count_records(spec.path)
-    else:
-        summary["scenarios_in_file"] = len(nuplan.list_scenes(spec.path))
+    summary = {"source": str(spec), "format": spec.kind, "format_name": spec.format_name,
+               **summarize_scenario(scenario)}
+    summary["scenarios_in_file"] = count_in_file(spec.kind, spec.path)
+    if spec.kind == "nuplan":
         summary["map_file"] = scenario.metadata.get("map_file")
+    if scenario.metadata.get("inferred"):
+        summary["inferred"] = list(scenario.metadata["inferred"])
     return summary

@@ -16,6 +16,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from vectorworld.data import womd_pb2
+from vectorworld.data.assemble import box_dimension
 from vectorworld.data.scenario import Scenario, ScenarioSource, Tracks, TrafficSignals
 from vectorworld.data.tfrecord import Record, iter_records, read_record
 from vectorworld.data.womd_map import road_map_from_features
@@ -86,19 +87,11 @@ def _tracks(msg: womd_pb2.Scenario, num_steps: int, where: str) -> Tracks:
         xy=arr[..., 0:2].copy(),
         yaw=arr[..., 2].copy(),
         velocity=arr[..., 3:5].copy(),
-        length=_box_dimension(arr[..., 5], valid, int(msg.current_time_index)),
-        width=_box_dimension(arr[..., 6], valid, int(msg.current_time_index)),
-        height=_box_dimension(arr[..., 7], valid, int(msg.current_time_index)),
+        length=box_dimension(arr[..., 5], valid, int(msg.current_time_index)),
+        width=box_dimension(arr[..., 6], valid, int(msg.current_time_index)),
+        height=box_dimension(arr[..., 7], valid, int(msg.current_time_index)),
         valid=valid,
     )
-
-
-def _box_dimension(values: np.ndarray, valid: np.ndarray, current: int) -> np.ndarray:
-    """(T,) the value at the current step where valid, else the median over valid steps, else 0."""
-    out = values[:, current] * valid[:, current]
-    for row in np.nonzero(~valid[:, current] & valid.any(axis=1))[0]:
-        out[row] = np.median(values[row][valid[row]])
-    return out
 
 
 def _signals(msg: womd_pb2.Scenario, num_steps: int) -> TrafficSignals:
