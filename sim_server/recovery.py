@@ -20,6 +20,7 @@ from pathlib import Path
 from sim_server.journal import JournalContents, JournalError, JournalStore, read_journal, state_digest
 from sim_server.sessions import CachedReply, ManagedSession, SessionFactory
 from vectorworld.sim import wire
+from vectorworld.sim.session import Session
 from vectorworld.v1 import session_pb2, world_pb2
 
 log = logging.getLogger(__name__)
@@ -87,3 +88,22 @@ def lost_from_earlier_runs(store: JournalStore) -> dict[str, str]:
     """Sessions an earlier run already found unrecoverable (their ``.lost`` files)."""
     return {path.stem: f"its journal could not be replayed at an earlier restart (kept as {path})"
             for path in store.lost()}
+
+
+def journal_to_recording(path: Path, out: Path, factory: SessionFactory = Session) -> Path:
+    """Replay a journal into a recording file (``vectorworld/sim/recording.py``, no timings): the episode
+    the session ran so far, frame by frame, with its report. Raises JournalError when it diverges."""
+    from vectorworld.sim.recording import RecordingWriter
+
+    contents = read_journal(path)
+    session = factory(wire.config_from_json(json.dumps(contents.header["config"])))
+    session.reset()
+    with RecordingWriter(out, session.config) as writer:
+        writer.write_frame(session.frame())
+        for step in contents.steps:
+            command = wire.command_from_proto(session_pb2.EgoCommand.FromString(step.command))
+            session.advance(command, expected_step=step.expected_step)
+            if state_digest(session) != step.digest:
+                raise ReplayDivergedError(f"{path}: replay diverged at step {step.expected_step + 1}")
+            writer.write_frame(session.frame())
+        return writer.close(session.report())

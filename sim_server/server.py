@@ -107,6 +107,7 @@ class SimServer:
         reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
                                             self.server)
         address = f"{_host_for_grpc(config.host)}:{config.port}"
+        _probe_port(config.host, config.port)  # a busy port: one clear line (gRPC core would log its own)
         try:
             if config.tls_cert is not None and config.tls_key is not None:
                 credentials = grpc.ssl_server_credentials(
@@ -130,6 +131,13 @@ class SimServer:
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> SimServer:
         """Start serving (gRPC, side app, reaper), rebuild journaled sessions, then report SERVING."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop(grace_s=0.0)
+            raise
+
+    def _start(self) -> SimServer:
         self._run(self.server.start())
         for name in ("", SERVICE_NAME):
             self._run(self.health.set(name, NOT_SERVING))
@@ -281,6 +289,19 @@ def release_free_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+def _probe_port(host: str, port: int) -> None:
+    """Raise OSError ("... in use") if ``host:port`` cannot be bound right now (port 0: nothing to check)."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise OSError(f"cannot bind the gRPC port {host}:{port}: {err.strerror or err}") from err
 
 
 def _host_for_grpc(host: str) -> str:
