@@ -45,7 +45,8 @@ class EnginePool:
 
         def call() -> T:
             with self._lock:
-                self._queued.pop(job, None)
+                if self._queued.pop(job, None) is None:  # its caller was cancelled before it started
+                    raise asyncio.CancelledError
                 self._running += 1
             try:
                 return fn()
@@ -56,7 +57,7 @@ class EnginePool:
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, call)
         finally:
-            with self._lock:  # cancelled before it started
+            with self._lock:  # done, or cancelled before it started: then call() will not run fn
                 self._queued.pop(job, None)
 
     def submit(self, fn: Callable[..., T], *args: object) -> Future[T]:
