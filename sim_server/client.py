@@ -15,21 +15,21 @@ then only its current state; the session object keeps the histories) also gives 
 ~80 % fewer bytes per reply, but on loopback it costs more CPU than the smaller reply saves (see
 tools/load_test.py --compare-history), so it is opt-in: for slow links.
 
-Retries: read-only calls (GetSession, ListSessions) and steps are retried on UNAVAILABLE /
-DEADLINE_EXCEEDED with exponential backoff (capped at 1 s), at least ``retries`` times and for as long as
-``reconnect_s`` allows (default 30 s: long enough for a journaled server to restart and rebuild its
-sessions). A Step is retried with the *same* expected step index and command; the server keeps the reply
+Retries: read-only calls (GetSession, ListSessions) and steps are retried on UNAVAILABLE / DEADLINE_EXCEEDED
+with exponential backoff (capped at 1 s), at least ``retries`` times and for as long as ``reconnect_s`` allows
+(default 30 s: long enough for a journaled server to restart and rebuild its sessions; ``retries=0`` turns
+retrying off). A Step is retried with the *same* expected step index and command; the server keeps the reply
 of the step it applied last, so a retry whose first attempt had been applied gets that very reply (never a
 second step). A stream (:meth:`RemoteSession.stream`) that breaks is resumed on a new stream that first
 resends the request whose reply had not arrived. (Against a server without kept replies, an ABORTED retry
-falls back to GetSession and adopts the state when it is exactly one step further.) After any other
-ABORTED step (the session was stepped by someone else), :meth:`RemoteSession.resync` reads the current state
-and stepping continues from there. CreateSession and CloseSession are not retried (not idempotent).
+falls back to GetSession and adopts the state when it is exactly one step further.) After any other ABORTED
+step (the session was stepped by someone else), :meth:`RemoteSession.resync` reads the current state and
+stepping continues from there. CreateSession and CloseSession are not retried (not idempotent).
 """
 
 from __future__ import annotations
 
-import threading
+import queue
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -182,8 +182,8 @@ class SimClient:
 
     def backoff(self, err: grpc.RpcError, attempt: int, start: float) -> None:
         """Sleep before retry ``attempt + 1``, or re-raise ``err`` when it is not worth retrying."""
-        if err.code() not in RETRYABLE or (attempt >= self.retries
-                                           and time.monotonic() - start > self.reconnect_s):
+        if err.code() not in RETRYABLE or self.retries <= 0 or (
+                attempt >= self.retries and time.monotonic() - start > self.reconnect_s):
             raise err
         time.sleep(min(self.backoff_s * 2 ** attempt, 1.0))
 
@@ -237,54 +237,44 @@ class RemoteSession:
     def stream(self, commands: Iterable[EgoCommand | None]) -> Iterator[Observation]:
         """Step once per command over one StreamSession call; yields each observation.
 
-        Lock-step: the next command is drawn from ``commands`` only after the previous observation
-        arrived (and is in :attr:`observation`), so ``commands`` may be a generator that plans from the
-        latest observation, and may stop when ``session.observation.done``. A stream broken by
-        UNAVAILABLE (a server restart) is resumed on a new one, which resends the unanswered request."""
+        Lock-step: the next command is drawn from ``commands`` (in the caller's thread) only after the
+        previous observation arrived and was handed out (it is in :attr:`observation`), so ``commands`` may
+        be a generator that plans from the latest observation, and may stop when ``session.observation.done``.
+        A stream broken by UNAVAILABLE (a server restart) is resumed on a new one, which resends the request
+        whose reply had not arrived (the server answers a resend with its kept reply: exactly once)."""
         iterator = iter(commands)
-        pending: list[pb.StreamSessionRequest] = []  # sent, reply not yet received (at most one)
+        pending = self._next_stream_request(iterator)  # sent (or about to be), reply not yet received
         start, attempt = time.monotonic(), 0
-        while True:
-            turn = threading.Semaphore(1)
-            finished = threading.Event()
-            first = [True]
-
-            def requests(turn: threading.Semaphore = turn, finished: threading.Event = finished,
-                         first: list[bool] = first) -> Iterator[pb.StreamSessionRequest]:
-                while True:
-                    while not turn.acquire(timeout=0.05):
-                        if finished.is_set():
-                            return
-                    if finished.is_set():
-                        return
-                    if not pending:
-                        try:
-                            command = next(iterator)
-                        except StopIteration:
-                            return
-                        request = pb.StreamSessionRequest(expected_step=self.step_index)
-                        wire.command_to_proto(command, request.command)
-                        pending.append(request)
-                    request = pending[0]
-                    request.session_id = self.id if first[0] else ""  # required in a stream's first request
-                    first[0] = False
-                    yield request
-
+        while pending is not None:
+            outbox: queue.Queue[pb.StreamSessionRequest | None] = queue.Queue()
+            first = pb.StreamSessionRequest()
+            first.CopyFrom(pending)
+            first.session_id = self.id  # required in a stream's first request only
+            outbox.put(first)
             try:
-                for response in self.client.stub.StreamSession(requests(), metadata=self.client.metadata,
-                                                               wait_for_ready=attempt > 0):
+                call = self.client.stub.StreamSession(iter(outbox.get, None), metadata=self.client.metadata,
+                                                      wait_for_ready=attempt > 0)
+                for response in call:
                     obs = self._advance(response.step, response.observation)
-                    pending.clear()
-                    start, attempt = time.monotonic(), 0
-                    turn.release()
+                    pending, start, attempt = None, time.monotonic(), 0
                     yield obs
+                    pending = self._next_stream_request(iterator)
+                    outbox.put(pending)  # None: half-close, the server ends the stream
                 return
             except grpc.RpcError as err:
-                finished.set()
                 self.client.backoff(err, attempt, start)
                 attempt += 1
             finally:
-                finished.set()
+                outbox.put(None)
+
+    def _next_stream_request(self, iterator: Iterator[EgoCommand | None]) -> pb.StreamSessionRequest | None:
+        try:
+            command = next(iterator)
+        except StopIteration:
+            return None
+        request = pb.StreamSessionRequest(expected_step=self.step_index)
+        wire.command_to_proto(command, request.command)
+        return request
 
     def status(self, include_observation: bool = False) -> SessionStatus:
         return self.client.get_session(self.id, include_observation)
