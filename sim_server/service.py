@@ -141,8 +141,7 @@ class SimulatorServicer:
             def create() -> bytes:
                 managed, obs = self.manager.create(config, encoding)
                 response = pb.CreateSessionResponse(session_id=managed.id, step=obs.step,
-                                                    sim_time_us=obs.sim_time_us,
-                                                    config=wire.config_to_proto(config))
+                                                    sim_time_us=obs.sim_time_us, config=resolved_config(config))
                 with self.manager.locked(managed.id):  # the first observation: complete, the deltas' base
                     managed.encode_observation(obs, response.observation)
                 return response.SerializeToString()
@@ -288,6 +287,11 @@ class SimulatorServicer:
             except StepMismatchError:
                 context.set_trailing_metadata((("vw-current-step", str(managed.session.step_index)),))
                 raise
+            except EpisodeFinishedError as err:  # the engine's message suggests Session.reset(): not an RPC
+                session = managed.session
+                raise EpisodeFinishedError(f"the episode already ended ({session.end_reason.value}) at step "
+                                           f"{session.step_index}; read it with GetSession, close the session "
+                                           f"and create a new one") from err
         if replayed:
             self.metrics.replayed_steps.inc()
         else:
@@ -304,7 +308,7 @@ class SimulatorServicer:
         out.state = pb.SESSION_STATE_FINISHED if session.done else pb.SESSION_STATE_RUNNING
         out.end_reason = wire.end_reason_to_proto(session.end_reason)
         out.km = session.metrics.distance_m / 1000.0
-        out.config.CopyFrom(wire.config_to_proto(session.config))
+        out.config.CopyFrom(resolved_config(session.config))
         out.age_s, out.idle_s = max(now - managed.created_s, 0.0), max(now - managed.last_used_s, 0.0)
         out.lane_delivery = FULL if managed.lane_delta is None else DELTA
         out.agent_layout = world_pb2.AGENT_LAYOUT_TABLE if managed.agent_table else world_pb2.AGENT_LAYOUT_MESSAGES
@@ -328,6 +332,13 @@ class SimulatorServicer:
             raise AssertionError("unreachable: abort raises") from err
         self.metrics.rpcs.inc(method, "OK")
         return result
+
+
+def resolved_config(config: SessionConfig) -> Any:
+    """The config as the wire's SessionConfig with every field set, ``max_steps`` the step limit in force."""
+    msg = wire.config_to_proto(config)
+    msg.max_steps = config.step_limit
+    return msg
 
 
 def method_handlers(servicer: SimulatorServicer) -> dict[str, grpc.RpcMethodHandler]:
