@@ -79,7 +79,7 @@ from vectorworld.errors import (
     StepMismatchError,
 )
 from vectorworld.sim import wire
-from vectorworld.sim.session import SessionConfig
+from vectorworld.sim.config import SessionConfig
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.v1 import world_pb2
 

@@ -36,11 +36,12 @@ from typing import Any
 from sim_server.journal import JournalStore, SessionJournal, state_digest
 from vectorworld.errors import StepMismatchError, VectorWorldError
 from vectorworld.sim import wire
-from vectorworld.sim.commands import EgoCommand
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Observation
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.session import Session
 from vectorworld.sim.wire import HistoryDeltaEncoder, LaneDeltaEncoder, LaneEncodeMemo
 from vectorworld.v1 import simulator_service_pb2 as pb
+from vectorworld.vehicle.commands import EgoCommand
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 import tests.straight_world  # noqa: F401 - registers "test-straight"
 from policies.base import PolicyInput
 from vectorworld.cli import app
-from vectorworld.sim.commands import ControlCommand, EgoCommand
+from vectorworld.vehicle.commands import ControlCommand, EgoCommand
 
 
 class NoReset:
@@ -34,3 +34,9 @@ def test_a_planner_without_plan_is_one_clear_error() -> None:
     assert result.exit_code == 2
     assert "has no plan(inp) method" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_rollout_with_a_negative_seed_is_one_line_exit_2() -> None:
+    result = CliRunner().invoke(app, ["rollout", "--seed", "-1", "--km", "0.05", "--generator", "test-straight"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [result.output.strip()] and "--seed" in result.output

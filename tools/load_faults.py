@@ -34,7 +34,7 @@ import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sim_server.client import SimClient
-from vectorworld.sim.session import SessionConfig
+from vectorworld.sim.config import SessionConfig
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
 

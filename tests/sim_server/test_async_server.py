@@ -18,7 +18,8 @@ from sim_server.engine_pool import EnginePool
 from sim_server.server import create_server
 from tests.sim_server.conftest import server_config
 from tests.sim_server.test_lifecycle import _BlockingPlanner
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
 from vectorworld.v1 import simulator_service_pb2 as pb
 
 BLOCKING_SEED = 99

@@ -56,3 +56,30 @@ def test_a_finished_episode_names_no_reset_rpc(client: SimClient) -> None:
         session.step()
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "reset" not in info.value.details().lower() and "create a new one" in info.value.details()
+
+
+def test_negative_seeds_from_other_languages_are_refused(client: SimClient) -> None:
+    wrapped = 2**64 - 1  # a JavaScript client's -1 written into the uint64 seed
+    with pytest.raises(grpc.RpcError) as info:
+        client.stub.CreateSession(pb.CreateSessionRequest(config=session_pb2.SessionConfig(seed=wrapped)))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "config.seed" in info.value.details()
+    assert client.create_session(seed=2**63 - 1).step_index == 0  # the largest seed still runs
+
+
+def test_every_enforced_config_limit_is_in_the_proto_comments() -> None:
+    import re
+    from pathlib import Path
+
+    from vectorworld.sim import config as config_module
+
+    proto = (Path(__file__).resolve().parents[2] / "proto/vectorworld/v1/session.proto").read_text()
+    bounds = {"seed": "2^63 - 1", "target_km": f"{config_module.MAX_TARGET_KM:g}",
+              "observation_radius_m": f"{config_module.MAX_OBSERVATION_RADIUS_M:g}",
+              "agent_capacity": str(config_module.MAX_AGENT_CAPACITY),
+              "ego_start_speed_mps": f"{config_module.MAX_EGO_START_SPEED_MPS:g}",
+              "max_steps": str(config_module.MAX_STEPS)}
+    assert {name for name, _, _ in config_module._LIMITS} == set(bounds)  # a new limit needs its proto line
+    for name, bound in bounds.items():
+        comment = re.search(r"((?:\s*//[^\n]*\n)+)\s*(?:optional )?\w+ " + name + r" = \d+;", proto)
+        assert comment is not None, name
+        assert bound in comment.group(1), (name, bound, comment.group(1))

@@ -21,12 +21,12 @@ from sim_server.recovery import journal_to_recording
 from sim_server.server import create_server
 from tests.sim_server.conftest import TEST_DEFAULTS, server_config
 from vectorworld.sim import wire
-from vectorworld.sim.commands import ControlCommand, EgoCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.recording import RecordingWriter
 from vectorworld.sim.session import Session
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
+from vectorworld.vehicle.commands import ControlCommand, EgoCommand
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 30

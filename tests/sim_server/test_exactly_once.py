@@ -19,10 +19,11 @@ from sim_server.server import SimServer, create_server
 from tests.sim_server.conftest import TEST_DEFAULTS, server_config
 from tests.sim_server.test_lifecycle import _BlockingPlanner
 from vectorworld.sim import wire
-from vectorworld.sim.commands import ControlCommand, EgoCommand
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
+from vectorworld.vehicle.commands import ControlCommand, EgoCommand
 
 METHOD = "/vectorworld.v1.SimulatorService/"
 COMMANDS: tuple[EgoCommand | None, ...] = (None, ControlCommand(0.5, 0.0), ControlCommand(-0.5, 0.0),

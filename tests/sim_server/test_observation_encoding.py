@@ -25,11 +25,11 @@ from tests.sim_server.test_wire_codec import (
 from vectorworld.errors import DataFormatError
 from vectorworld.scene import HISTORY_STEPS, Agents, Lane
 from vectorworld.sim import wire, wire_format, wire_table
-from vectorworld.sim.commands import ControlCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.v1 import world_pb2
+from vectorworld.vehicle.commands import ControlCommand
 
 CHURN = {"target_km": 0.2, "observation_radius_m": 15.0}
 """A short test-straight episode whose small radius makes lanes leave and enter the view every few steps."""

@@ -9,8 +9,9 @@ from typer.testing import CliRunner
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
 from vectorworld.cli import app
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.recording import MAGIC, RecordingWriter
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.session import Session
 from vectorworld.viewer import style
 
 runner = CliRunner()

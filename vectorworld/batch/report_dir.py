@@ -20,8 +20,8 @@ from typing import Any
 from vectorworld.batch.store import EPISODES_FILE, read_records
 from vectorworld.batch.summary import metric_names, ok_records, summarize_batch
 from vectorworld.errors import ConfigError, DataFormatError
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.rollout import REPORT_VERSION, write_json_atomic
-from vectorworld.sim.session import SessionConfig
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"

@@ -16,8 +16,8 @@ from vectorworld.batch.report_dir import CONFIG_FILE, check_resumable, config_pa
 from vectorworld.batch.store import EpisodeStore
 from vectorworld.batch.tasks import EpisodeFn, make_tasks
 from vectorworld.errors import ConfigError
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.rollout import REPORT_VERSION, summarize, write_json_atomic
-from vectorworld.sim.session import SessionConfig
 
 RecordCallback = Callable[[dict[str, Any]], None]
 

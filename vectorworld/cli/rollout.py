@@ -95,11 +95,9 @@ def register(app: typer.Typer) -> None:
         from policies import make_policy
         from policies.ego import load_planner
         from vectorworld.generation import make_generator
+        from vectorworld.sim.config import SessionConfig
         from vectorworld.sim.rollout import run_rollouts, write_json_atomic
-        from vectorworld.sim.session import SessionConfig
 
-        if not math.isfinite(km) or km <= 0:
-            raise fail(f"--km must be a positive finite number, got {km}")
         if episodes < 1:
             raise fail(f"--episodes must be >= 1, got {episodes}")
         check_writable("--out", out)

@@ -45,8 +45,8 @@ from google.protobuf.message import DecodeError
 from vectorworld import __version__
 from vectorworld.errors import RecordingError
 from vectorworld.sim import wire
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Frame
-from vectorworld.sim.session import SessionConfig
 from vectorworld.v1 import recording_pb2
 
 MAGIC = b"\x89VWR\r\n\x1a\n"

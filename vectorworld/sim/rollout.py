@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
 
 REPORT_VERSION = 1
 EpisodeCallback = Callable[[int, dict[str, Any]], None]
@@ -92,7 +93,7 @@ def run_rollouts(config: SessionConfig, episodes: int = 1, record_path: Path | N
     from vectorworld.errors import ConfigError
 
     if episodes < 1:
-        raise ConfigError(f"--episodes must be >= 1, got {episodes}")
+        raise ConfigError(f"episodes must be >= 1, got {episodes}")
     results: list[dict[str, Any]] = []
     interrupted = False
     try:

@@ -8,12 +8,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from policies.deltasim_corpus import SessionCorpusConfig, session_episode_samples
-from policies.deltasim_recipe import RECIPE_FILE, SAMPLES_FILE, SEED_BASE, DataRecipe, idm_teacher, load_or_record
-from policies.kdisks import body_delta
-from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
+from policies.deltasim.kdisks import body_delta
+from policies.deltasim.observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.errors import ConfigError
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.train.deltasim_corpus import SessionCorpusConfig, session_episode_samples
+from vectorworld.train.deltasim_recipe import (
+    RECIPE_FILE,
+    SAMPLES_FILE,
+    SEED_BASE,
+    DataRecipe,
+    idm_teacher,
+    load_or_record,
+)
+from vectorworld.vehicle.dynamics import apply_deltas
 
 
 def test_session_episode_records_observations_and_realised_teacher_motion() -> None:
@@ -23,7 +30,8 @@ def test_session_episode_records_observations_and_realised_teacher_motion() -> N
     assert len(samples) > 0 and set(samples.episode.tolist()) == {0}
     assert samples.stop.shape == (len(samples), 11) and samples.stop_mask.dtype == bool
     # Replay the same Session with a plain teacher: the recorded labels are its realised clean motions.
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     seed = config.first_seed
     teacher = idm_teacher(np.random.default_rng(seed))
