@@ -31,9 +31,6 @@ class ServerConfig:
     state_dir: where session journals live (``sim_server/journal.py``); None = no journal (sessions end
         with the process). :func:`default_state_dir` is what ``vectorworld serve`` uses by default.
     journal_fsync_s: how often journals are fsync'd (each step is written before its reply either way).
-    switch_interval_s: the interpreter's GIL switch interval that :func:`~sim_server.server.serve` sets for
-        its process (``sys.setswitchinterval``; Python's default is 5 ms): shorter lets the event loop
-        (health checks, idle streams) take the GIL from busy engine threads sooner. None: leave it.
     idle_timeout_s: sessions without a call for this long are closed by the reaper (s).
     session_defaults: the SessionConfig that unset CreateSession fields take.
     allow_plugin_planners: accept ``module:Class`` planner specs from clients (imports code: off).
@@ -54,7 +51,6 @@ class ServerConfig:
     engine_saturation_s: float = 1.0
     state_dir: Path | None = None
     journal_fsync_s: float = 0.2
-    switch_interval_s: float | None = 0.001
     max_receive_message_bytes: int = 4 * 1024 * 1024
     max_send_message_bytes: int = 64 * 1024 * 1024
     grace_s: float = 10.0
@@ -79,9 +75,6 @@ class ServerConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, got {value}")
-        if self.switch_interval_s is not None and not (math.isfinite(self.switch_interval_s)
-                                                       and 0 < self.switch_interval_s <= 1.0):
-            raise ConfigError(f"switch_interval_s must be in (0, 1] seconds or None, got {self.switch_interval_s}")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("--tls-cert and --tls-key must be given together")
         for name in ("tls_cert", "tls_key"):

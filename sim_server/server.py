@@ -26,7 +26,6 @@ import ctypes
 import logging
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
@@ -315,15 +314,8 @@ def create_server(config: ServerConfig, factory: SessionFactory = Session, start
     return server.start() if start else server
 
 
-def apply_process_settings(config: ServerConfig) -> None:
-    """Process-wide settings of a server process (``serve``): the GIL switch interval."""
-    if config.switch_interval_s is not None:
-        sys.setswitchinterval(config.switch_interval_s)
-
-
 def serve(config: ServerConfig) -> None:
     """Run until SIGTERM or SIGINT, then shut down gracefully (must run in the main thread)."""
-    apply_process_settings(config)
     server = create_server(config)
     stopping = threading.Event()
 

@@ -123,13 +123,12 @@ def session_config(args: argparse.Namespace) -> SessionConfig:
 def serve_child(args: argparse.Namespace) -> int:
     """Run the server, record per-step timings, answer control lines on stdin until ``quit`` or EOF."""
     from sim_server.config import ServerConfig
-    from sim_server.server import apply_process_settings, create_server, release_free_memory
+    from sim_server.server import create_server, release_free_memory
 
-    config = ServerConfig(port=args.port, http_port=None, max_sessions=max(args.sessions + 8, args.max_sessions),
-                          engine_workers=args.engine_workers, state_dir=args.state_dir,
-                          switch_interval_s=args.switch_interval_ms / 1e3, session_defaults=session_config(args))
-    apply_process_settings(config)  # as `vectorworld serve` does
-    server = create_server(config, start=False)
+    server = create_server(ServerConfig(port=args.port, http_port=None,
+                                        max_sessions=max(args.sessions + 8, args.max_sessions),
+                                        engine_workers=args.engine_workers, state_dir=args.state_dir,
+                                        session_defaults=session_config(args)), start=False)
     server.add_generic_rpc_handlers((floor_handler(server.pool),))
     lock = threading.Lock()
     # (session id, step) -> [engine s, handler s, engine end, handler end] (perf_counter, shared clock)
@@ -213,8 +212,7 @@ class ServerProcess:
         command = [sys.executable, str(Path(__file__).resolve()), "--serve", "--generator", args.generator,
                    "--npc", args.npc, "--sessions", str(args.sessions), "--steps", str(args.steps),
                    "--overhead-steps", str(args.overhead_steps), "--engine-workers", str(args.engine_workers),
-                   "--max-sessions", str(args.max_sessions), "--port", str(port),
-                   "--switch-interval-ms", str(args.switch_interval_ms)]
+                   "--max-sessions", str(args.max_sessions), "--port", str(port)]
         if state_dir is not None:
             command += ["--state-dir", str(state_dir)]
         self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -557,8 +555,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="the idle phase: this many idle streams, then a new session must still be served")
     parser.add_argument("--skip-overhead", action="store_true", help="no overhead phase")
     parser.add_argument("--engine-workers", type=int, default=4, help="the server's --engine-workers")
-    parser.add_argument("--switch-interval-ms", type=float, default=1.0,
-                        help="the server process's GIL switch interval (ServerConfig.switch_interval_s)")
     parser.add_argument("--max-sessions", type=int, default=64, help="the server's --max-sessions (at least "
                                                                       "--sessions + 8)")
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)  # the server child's
