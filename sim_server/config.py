@@ -28,6 +28,8 @@ class ServerConfig:
         workers than cores buys little; a slow step holds one worker and the others keep serving.
     engine_saturation_s: the engine pool counts as saturated while a job has waited this long for a worker;
         gRPC health and /readyz then answer NOT_SERVING / 503 (calls are still served).
+    engine_nice: engine threads run this many nice levels below the rest of the server (Linux: per thread),
+        so the event loop (health checks, idle streams, hand-offs) gets the CPU before engine work.
     state_dir: where session journals live (``sim_server/journal.py``); None = no journal (sessions end
         with the process). :func:`default_state_dir` is what ``vectorworld serve`` uses by default.
     journal_fsync_s: how often journals are fsync'd (each step is written before its reply either way).
@@ -49,6 +51,7 @@ class ServerConfig:
     reap_interval_s: float = 10.0
     engine_workers: int = 4
     engine_saturation_s: float = 1.0
+    engine_nice: int = 5
     state_dir: Path | None = None
     journal_fsync_s: float = 0.2
     max_receive_message_bytes: int = 4 * 1024 * 1024
@@ -68,6 +71,8 @@ class ServerConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 65535], got {value}")
         if self.max_sessions < 1:
             raise ConfigError(f"--max-sessions must be >= 1, got {self.max_sessions}")
+        if not 0 <= self.engine_nice <= 19:
+            raise ConfigError(f"engine_nice must be in [0, 19], got {self.engine_nice}")
         if not 1 <= self.engine_workers <= 256:
             raise ConfigError(f"--engine-workers must be in [1, 256], got {self.engine_workers}")
         for name in ("idle_timeout_s", "reap_interval_s", "grace_s", "session_lock_timeout_s",

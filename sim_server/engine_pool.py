@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,15 +27,27 @@ class EnginePool:
     """``workers`` engine threads and the queue in front of them (thread-safe bookkeeping)."""
 
     def __init__(self, workers: int, saturation_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, nice: int = 0) -> None:
         self.workers = workers
         self.saturation_s = saturation_s
         self.clock = clock
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vectorworld-engine")
+        self.nice = nice
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vectorworld-engine",
+                                            initializer=self._lower_priority)
         self._lock = threading.Lock()
         self._queued: dict[int, float] = {}  # job number -> time it was submitted (not started yet)
         self._running = 0
         self._ids = itertools.count()
+
+    def _lower_priority(self) -> None:
+        """Engine threads ``nice`` steps below the event loop (Linux schedules threads, so the loop thread
+        that answers health checks and idle streams wins the CPU over this server's own engine work)."""
+        if self.nice > 0 and hasattr(os, "setpriority"):
+            try:
+                tid = threading.get_native_id()
+                os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + self.nice)
+            except OSError:  # not permitted / not per-thread here: run at the process priority
+                pass
 
     async def run(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on an engine thread. Cancelled while still queued: ``fn`` never runs; cancelled while

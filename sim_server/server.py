@@ -62,7 +62,7 @@ class SimServer:
         self.factory = factory
         self.journals = None if config.state_dir is None else JournalStore(Path(config.state_dir),
                                                                              config.journal_fsync_s)
-        self.pool = EnginePool(config.engine_workers, config.engine_saturation_s)
+        self.pool = EnginePool(config.engine_workers, config.engine_saturation_s, nice=config.engine_nice)
         self.manager = SessionManager(config.max_sessions, config.idle_timeout_s,
                                       config.session_lock_timeout_s, factory, on_step=self._on_step,
                                       on_reaped=lambda ids: self.metrics.sessions_closed.inc(

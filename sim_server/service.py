@@ -261,7 +261,10 @@ class SimulatorServicer:
     async def _turn(self, managed: ManagedSession) -> AsyncIterator[None]:
         """The session's turn (waiting on the event loop, not in an engine thread)."""
         try:
-            await asyncio.wait_for(managed.alock.acquire(), self.config.session_lock_timeout_s)
+            if managed.alock.locked():  # (the usual case, a free session, needs no timeout task)
+                await asyncio.wait_for(managed.alock.acquire(), self.config.session_lock_timeout_s)
+            else:
+                await managed.alock.acquire()
         except TimeoutError as err:
             raise SessionBusyError(f"session {managed.id!r} is busy with another call (waited "
                                    f"{self.config.session_lock_timeout_s:g} s)") from err

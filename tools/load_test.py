@@ -128,6 +128,7 @@ def serve_child(args: argparse.Namespace) -> int:
     server = create_server(ServerConfig(port=args.port, http_port=None,
                                         max_sessions=max(args.sessions + 8, args.max_sessions),
                                         engine_workers=args.engine_workers, state_dir=args.state_dir,
+                                        engine_nice=args.engine_nice,
                                         session_defaults=session_config(args)), start=False)
     server.add_generic_rpc_handlers((floor_handler(server.pool),))
     lock = threading.Lock()
@@ -212,7 +213,8 @@ class ServerProcess:
         command = [sys.executable, str(Path(__file__).resolve()), "--serve", "--generator", args.generator,
                    "--npc", args.npc, "--sessions", str(args.sessions), "--steps", str(args.steps),
                    "--overhead-steps", str(args.overhead_steps), "--engine-workers", str(args.engine_workers),
-                   "--max-sessions", str(args.max_sessions), "--port", str(port)]
+                   "--max-sessions", str(args.max_sessions), "--port", str(port),
+                   "--engine-nice", str(args.engine_nice)]
         if state_dir is not None:
             command += ["--state-dir", str(state_dir)]
         self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -555,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the idle phase: this many idle streams, then a new session must still be served")
     parser.add_argument("--skip-overhead", action="store_true", help="no overhead phase")
     parser.add_argument("--engine-workers", type=int, default=4, help="the server's --engine-workers")
+    parser.add_argument("--engine-nice", type=int, default=5, help="the server's ServerConfig.engine_nice")
     parser.add_argument("--max-sessions", type=int, default=64, help="the server's --max-sessions (at least "
                                                                       "--sessions + 8)")
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)  # the server child's
