@@ -163,3 +163,17 @@ def _readyz(port: int | None) -> tuple[int, dict]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
+
+
+def test_engine_threads_run_below_the_event_loop_priority() -> None:
+    import asyncio
+    import os
+
+    pool = EnginePool(1, nice=3)
+    try:
+        mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        theirs = asyncio.run(pool.run(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        assert theirs == min(mine + 3, 19)
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # this thread untouched
+    finally:
+        pool.shutdown()
