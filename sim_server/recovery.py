@@ -19,9 +19,10 @@ from pathlib import Path
 
 from sim_server.journal import JournalContents, JournalError, JournalStore, read_journal, state_digest
 from sim_server.sessions import CachedReply, ManagedSession, SessionFactory
-from vectorworld.sim import wire
 from vectorworld.sim.session import Session
 from vectorworld.v1 import session_pb2, world_pb2
+from vectorworld.wire import codec
+from vectorworld.wire.session_encoder import ObservationEncoder
 
 log = logging.getLogger(__name__)
 
@@ -36,24 +37,24 @@ def replay(contents: JournalContents, factory: SessionFactory, clock: Callable[[
     header = contents.header
     session_id = str(header.get("id") or contents.path.stem)
     try:
-        config = wire.config_from_json(json.dumps(header["config"]))
+        config = codec.config_from_json(json.dumps(header["config"]))
         encoding = {k: bool(v) for k, v in dict(header.get("encoding", {})).items()}
     except (KeyError, TypeError, ValueError) as err:
         raise JournalError(f"{contents.path}: the header's config does not load: {err}") from err
     session = factory(config)
     obs = session.reset()
     now = clock()
-    managed = ManagedSession(id=session_id, session=session, created_s=now, last_used_s=now)
-    managed.set_encoding(**encoding)
+    managed = ManagedSession(id=session_id, session=session, created_s=now, last_used_s=now,
+                             encoder=ObservationEncoder(**encoding))
     steps = contents.steps
     if not steps:  # only CreateSession was answered: its (complete) observation is the deltas' base
-        managed.encode_observation(obs, world_pb2.Observation())
+        managed.encoder.encode(obs, world_pb2.Observation())
     for k, step in enumerate(steps):
-        command = wire.command_from_proto(session_pb2.EgoCommand.FromString(step.command)) if step.command \
+        command = codec.command_from_proto(session_pb2.EgoCommand.FromString(step.command)) if step.command \
             else None
         last = k == len(steps) - 1
         if last:
-            managed.encode_observation(session.observe(), world_pb2.Observation())  # the reply's delta base
+            managed.encoder.encode(session.observe(), world_pb2.Observation())  # the reply's delta base
             reply = managed.encode_reply(session.step(command, expected_step=step.expected_step))
             managed.last_reply = CachedReply(step.expected_step, step.command, reply)
         else:
@@ -91,17 +92,17 @@ def lost_from_earlier_runs(store: JournalStore) -> dict[str, str]:
 
 
 def journal_to_recording(path: Path, out: Path, factory: SessionFactory = Session) -> Path:
-    """Replay a journal into a recording file (``vectorworld/sim/recording.py``, no timings): the episode
+    """Replay a journal into a recording file (``vectorworld/wire/recording.py``, no timings): the episode
     the session ran so far, frame by frame, with its report. Raises JournalError when it diverges."""
-    from vectorworld.sim.recording import RecordingWriter
+    from vectorworld.wire.recording import RecordingWriter
 
     contents = read_journal(path)
-    session = factory(wire.config_from_json(json.dumps(contents.header["config"])))
+    session = factory(codec.config_from_json(json.dumps(contents.header["config"])))
     session.reset()
     with RecordingWriter(out, session.config) as writer:
         writer.write_frame(session.frame())
         for step in contents.steps:
-            command = wire.command_from_proto(session_pb2.EgoCommand.FromString(step.command))
+            command = codec.command_from_proto(session_pb2.EgoCommand.FromString(step.command))
             session.advance(command, expected_step=step.expected_step)
             if state_digest(session) != step.digest:
                 raise ReplayDivergedError(f"{path}: replay diverged at step {step.expected_step + 1}")

@@ -78,16 +78,15 @@ from vectorworld.errors import (
     EpisodeFinishedError,
     StepMismatchError,
 )
-from vectorworld.sim import wire
 from vectorworld.sim.config import SessionConfig
 from vectorworld.v1 import simulator_service_pb2 as pb
-from vectorworld.v1 import world_pb2
+from vectorworld.wire import codec
+from vectorworld.wire.session_encoder import ObservationEncoder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 M = TypeVar("M", bound=Message)
 US_PER_STEP = int(round(DT_S * 1e6))
-FULL, DELTA = world_pb2.LANE_DELIVERY_FULL, world_pb2.LANE_DELIVERY_DELTA
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["SimulatorService"].full_name
 
 _CODES: tuple[tuple[type[BaseException], grpc.StatusCode], ...] = (
@@ -129,21 +128,20 @@ class SimulatorServicer:
     async def CreateSession(self, raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
         async def run() -> bytes:
             request = _parse(pb.CreateSessionRequest, raw)
-            config = wire.config_from_proto(request.config, self.config.session_defaults)
+            config = codec.config_from_proto(request.config, self.config.session_defaults)
             if ":" in config.planner and not self.config.allow_plugin_planners:
                 raise ConfigError(f"config.planner {config.planner!r}: plug-in planners are disabled on "
                                   f"this server; use a built-in planner name such as 'idm'")
             config = self._confine_scenario(config)
-            table = _agent_table(request.agent_layout)
-            encoding = {"lane_delta": _lane_delta(request.lane_delivery), "agent_table": table,
-                        "history_delta": _history_delta(request.history_delivery, table)}
+            encoder = ObservationEncoder.from_request(request.lane_delivery, request.agent_layout,
+                                                      request.history_delivery)
 
             def create() -> bytes:
-                managed, obs = self.manager.create(config, encoding)
+                managed, obs = self.manager.create(config, encoder)
                 response = pb.CreateSessionResponse(session_id=managed.id, step=obs.step,
                                                     sim_time_us=obs.sim_time_us, config=resolved_config(config))
                 with self.manager.locked(managed.id):  # the first observation: complete, the deltas' base
-                    managed.encode_observation(obs, response.observation)
+                    managed.encoder.encode(obs, response.observation)
                 return response.SerializeToString()
 
             reply = await self.pool.run(create)
@@ -186,10 +184,9 @@ class SimulatorServicer:
                 response = pb.GetSessionResponse(session_id=managed.id)
                 self._info(managed, response.info)
                 response.step, response.sim_time_us = response.info.step, response.info.sim_time_us
-                response.report.CopyFrom(wire.report_to_proto(report))
+                response.report.CopyFrom(codec.report_to_proto(report))
                 if obs is not None:  # complete lanes and histories (never a delta), in the session's layout
-                    wire.observation_to_proto(obs, response.observation, managed.lane_memo,
-                                              agent_table=managed.agent_table)
+                    managed.encoder.encode_complete(obs, response.observation)
                 return response.SerializeToString()
 
             return await self.pool.run(read)
@@ -230,7 +227,7 @@ class SimulatorServicer:
             self.metrics.sessions_closed.inc("client")
             step = managed.session.step_index
             return pb.CloseSessionResponse(session_id=managed.id, step=step, sim_time_us=step * US_PER_STEP,
-                                           report=wire.report_to_proto(report)).SerializeToString()
+                                           report=codec.report_to_proto(report)).SerializeToString()
 
         return await self._call("CloseSession", context, run)
 
@@ -280,7 +277,7 @@ class SimulatorServicer:
         _require_id(session_id)
         if expected_step < 0:
             raise ConfigError(f"expected_step must be >= 0, got {expected_step}")
-        command = wire.command_from_proto(command_msg)
+        command = codec.command_from_proto(command_msg)
         key = command_msg.SerializeToString()
         managed = self.manager.get(session_id)
         async with self._turn(managed):
@@ -309,14 +306,13 @@ class SimulatorServicer:
         out.session_id = managed.id
         out.step, out.sim_time_us = session.step_index, session.step_index * US_PER_STEP
         out.state = pb.SESSION_STATE_FINISHED if session.done else pb.SESSION_STATE_RUNNING
-        out.end_reason = wire.end_reason_to_proto(session.end_reason)
+        out.end_reason = codec.end_reason_to_proto(session.end_reason)
         out.km = session.metrics.distance_m / 1000.0
         out.config.CopyFrom(resolved_config(session.config))
         out.age_s, out.idle_s = max(now - managed.created_s, 0.0), max(now - managed.last_used_s, 0.0)
-        out.lane_delivery = FULL if managed.lane_delta is None else DELTA
-        out.agent_layout = world_pb2.AGENT_LAYOUT_TABLE if managed.agent_table else world_pb2.AGENT_LAYOUT_MESSAGES
-        out.history_delivery = world_pb2.HISTORY_DELIVERY_FULL if managed.history_delta is None \
-            else world_pb2.HISTORY_DELIVERY_DELTA
+        encoder = managed.encoder
+        out.lane_delivery, out.agent_layout = encoder.lane_delivery, encoder.agent_layout
+        out.history_delivery = encoder.history_delivery
 
     async def _call(self, method: str, context: grpc.aio.ServicerContext, run: Callable[[], Awaitable[T]]) -> T:
         """Run one RPC body; map exceptions to status codes and count the outcome."""
@@ -339,7 +335,7 @@ class SimulatorServicer:
 
 def resolved_config(config: SessionConfig) -> Any:
     """The config as the wire's SessionConfig with every field set, ``max_steps`` the step limit in force."""
-    msg = wire.config_to_proto(config)
+    msg = codec.config_to_proto(config)
     msg.max_steps = config.step_limit
     return msg
 
@@ -359,36 +355,6 @@ def _parse(cls: type[M], raw: bytes) -> M:
     except (DecodeError, RuntimeWarning, ValueError) as err:
         raise ConfigError(f"the request is not a valid {cls.DESCRIPTOR.full_name} message "
                           f"({len(raw)} bytes: {err})") from err
-
-
-def _lane_delta(value: int) -> bool:
-    """Whether CreateSessionRequest.lane_delivery asks for deltas; ConfigError for a value outside the enum."""
-    if value not in (world_pb2.LANE_DELIVERY_UNSPECIFIED, FULL, DELTA):
-        raise ConfigError(f"lane_delivery = {value} is not a LaneDelivery value (0 UNSPECIFIED = FULL, "
-                          f"1 FULL, 2 DELTA)")
-    return value == DELTA
-
-
-def _agent_table(value: int) -> bool:
-    """Whether CreateSessionRequest.agent_layout asks for an AgentTable; ConfigError outside the enum."""
-    if value not in (world_pb2.AGENT_LAYOUT_UNSPECIFIED, world_pb2.AGENT_LAYOUT_MESSAGES,
-                     world_pb2.AGENT_LAYOUT_TABLE):
-        raise ConfigError(f"agent_layout = {value} is not an AgentLayout value (0 UNSPECIFIED = MESSAGES, "
-                          f"1 MESSAGES, 2 TABLE)")
-    return value == world_pb2.AGENT_LAYOUT_TABLE
-
-
-def _history_delta(value: int, agent_table: bool) -> bool:
-    """Whether CreateSessionRequest.history_delivery asks for deltas; ConfigError for a value outside the enum
-    or DELTA without AGENT_LAYOUT_TABLE."""
-    if value not in (world_pb2.HISTORY_DELIVERY_UNSPECIFIED, world_pb2.HISTORY_DELIVERY_FULL,
-                     world_pb2.HISTORY_DELIVERY_DELTA):
-        raise ConfigError(f"history_delivery = {value} is not a HistoryDelivery value (0 UNSPECIFIED = FULL, "
-                          f"1 FULL, 2 DELTA)")
-    if value == world_pb2.HISTORY_DELIVERY_DELTA and not agent_table:
-        raise ConfigError("history_delivery = DELTA needs agent_layout = AGENT_LAYOUT_TABLE (agent messages "
-                          "always carry whole histories)")
-    return value == world_pb2.HISTORY_DELIVERY_DELTA
 
 
 def _require_id(session_id: str) -> None:

@@ -35,13 +35,13 @@ from typing import Any
 
 from sim_server.journal import JournalStore, SessionJournal, state_digest
 from vectorworld.errors import StepMismatchError, VectorWorldError
-from vectorworld.sim import wire
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session
-from vectorworld.sim.wire import HistoryDeltaEncoder, LaneDeltaEncoder, LaneEncodeMemo
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.vehicle.commands import EgoCommand
+from vectorworld.wire import codec
+from vectorworld.wire.session_encoder import ObservationEncoder
 
 log = logging.getLogger(__name__)
 
@@ -98,39 +98,24 @@ class ManagedSession:
     tiles_seen: int = 0
     failure: str | None = None
     closed: bool = False
-    lane_memo: LaneEncodeMemo = field(default_factory=LaneEncodeMemo, repr=False)
-    """The lanes of the last complete observation sent, already encoded (most steps show the same lanes)."""
-    lane_delta: LaneDeltaEncoder | None = field(default=None, repr=False)
-    """LANE_DELIVERY_DELTA sessions: the lanes of the last observation sent (used under ``lock`` only)."""
-    agent_table: bool = False
-    """AGENT_LAYOUT_TABLE sessions: observations carry their agents as one AgentTable."""
-    history_delta: HistoryDeltaEncoder | None = field(default=None, repr=False)
-    """HISTORY_DELIVERY_DELTA sessions: the agent histories of the last observation sent (under ``lock``)."""
+    encoder: ObservationEncoder = field(default_factory=ObservationEncoder, repr=False)
+    """How this session's observations are encoded, with the state its deltas keep (used under ``lock``)."""
     journal: SessionJournal | None = field(default=None, repr=False)
     last_reply: CachedReply | None = field(default=None, repr=False)
     alock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     """The asyncio server's per-session queue: callers wait here (on the event loop, costing no engine
     thread) before their work goes to the engine pool, where ``lock`` is then free or nearly so."""
 
-    def set_encoding(self, lane_delta: bool = False, agent_table: bool = False, history_delta: bool = False) -> None:
-        self.lane_delta = wire.LaneDeltaEncoder() if lane_delta else None
-        self.agent_table = agent_table
-        self.history_delta = wire.HistoryDeltaEncoder() if history_delta else None
-
     @property
     def encoding(self) -> dict[str, bool]:
-        return {"lane_delta": self.lane_delta is not None, "agent_table": self.agent_table,
-                "history_delta": self.history_delta is not None}
-
-    def encode_observation(self, obs: Observation, out: Any) -> None:
-        """``obs`` into ``out`` (an Observation message) in the session's encoding; call in step order,
-        under ``lock`` (the lane and history deltas are relative to the previous call)."""
-        wire.observation_to_proto(obs, out, self.lane_memo, self.lane_delta, self.agent_table, self.history_delta)
+        """The encoder's choice as keywords of :class:`ObservationEncoder` (journal headers keep it)."""
+        return {"lane_delta": self.encoder.lane_delta, "agent_table": self.encoder.agent_table,
+                "history_delta": self.encoder.history_delta}
 
     def encode_reply(self, obs: Observation) -> bytes:
         """The serialized step reply (StepResponse and StreamSessionResponse have the same fields)."""
         response = pb.StepResponse(session_id=self.id, step=obs.step, sim_time_us=obs.sim_time_us)
-        self.encode_observation(obs, response.observation)
+        self.encoder.encode(obs, response.observation)
         return response.SerializeToString()
 
 
@@ -209,9 +194,9 @@ class SessionManager:
             return sorted(self._sessions.values(), key=lambda m: (m.created_s, m.id))
 
     # ----------------------------------------------------------------- lifecycle
-    def create(self, config: SessionConfig, encoding: dict[str, bool] | None = None
+    def create(self, config: SessionConfig, encoder: ObservationEncoder | None = None
                ) -> tuple[ManagedSession, Observation]:
-        """Build and reset a session (``encoding``: :meth:`ManagedSession.set_encoding` keywords) and open its
+        """Build and reset a session (observations encoded by ``encoder``, default: complete) and open its
         journal. Raises SessionCapError, ShuttingDownError, or the engine's errors."""
         with self._lock:
             if self._draining:
@@ -226,9 +211,10 @@ class SessionManager:
             now = self.clock()
             managed = ManagedSession(id=uuid.uuid4().hex, session=session, created_s=now, last_used_s=now,
                                      tiles_seen=len(session.metrics.tile_ms))
-            managed.set_encoding(**(encoding or {}))
+            if encoder is not None:
+                managed.encoder = encoder
             if self.journals is not None:
-                managed.journal = self.journals.create(managed.id, wire.config_to_json(session.config),
+                managed.journal = self.journals.create(managed.id, codec.config_to_json(session.config),
                                                        managed.encoding)
             with self._lock:
                 self._sessions[managed.id] = managed
@@ -283,7 +269,7 @@ class SessionManager:
         engine_s = time.perf_counter() - t0
         managed.last_reply = None  # the client asked for a later step: it holds the previous reply
         if managed.journal is not None:
-            key = wire.command_to_proto(command).SerializeToString() if command_key is None else command_key
+            key = codec.command_to_proto(command).SerializeToString() if command_key is None else command_key
             try:
                 managed.journal.append_step(expected_step, key, state_digest(managed.session))
             except OSError as err:  # the step is applied but not durable: the session cannot be trusted

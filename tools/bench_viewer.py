@@ -134,7 +134,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.recording
         if path is None:
-            from vectorworld.sim.recording import RecordingWriter
+            from vectorworld.wire.recording import RecordingWriter
 
             path = Path(tmp) / "bench.vwrec"
             t0 = time.perf_counter()

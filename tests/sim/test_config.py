@@ -8,7 +8,7 @@ import pytest
 
 from vectorworld.errors import ConfigError
 from vectorworld.sim.config import SessionConfig
-from vectorworld.sim.wire import config_from_proto, config_to_proto
+from vectorworld.wire.codec import config_from_proto, config_to_proto
 
 BAD = [("target_km", 0.0), ("target_km", float("nan")), ("target_km", 10_001.0), ("observation_radius_m", -1.0),
        ("observation_radius_m", float("inf")), ("agent_capacity", 0), ("agent_capacity", 1025),

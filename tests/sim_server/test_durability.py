@@ -20,13 +20,13 @@ from sim_server.journal import read_journal
 from sim_server.recovery import journal_to_recording
 from sim_server.server import create_server
 from tests.sim_server.conftest import TEST_DEFAULTS, server_config
-from vectorworld.sim import wire
 from vectorworld.sim.observation import Observation
-from vectorworld.sim.recording import RecordingWriter
 from vectorworld.sim.session import Session
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.vehicle.commands import ControlCommand, EgoCommand
+from vectorworld.wire import codec
+from vectorworld.wire.recording import RecordingWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 30
@@ -39,11 +39,11 @@ def commands(seed: int) -> list[EgoCommand | None]:
 
 def canonical(obs: Observation) -> bytes:
     """An observation as complete bytes (full lanes, agent messages): equal bytes = equal observations."""
-    return wire.observation_to_proto(obs).SerializeToString()
+    return codec.observation_to_proto(obs).SerializeToString()
 
 
 def untimed(report: dict) -> bytes:  # noqa: ANN001 - the report dict
-    return wire.report_to_proto(report, include_timings=False).SerializeToString()
+    return codec.report_to_proto(report, include_timings=False).SerializeToString()
 
 
 def local_run(seed: int, recording: Path) -> tuple[list[bytes], dict]:

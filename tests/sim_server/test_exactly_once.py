@@ -18,12 +18,12 @@ from sim_server.journal import read_journal
 from sim_server.server import SimServer, create_server
 from tests.sim_server.conftest import TEST_DEFAULTS, server_config
 from tests.sim_server.test_lifecycle import _BlockingPlanner
-from vectorworld.sim import wire
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.session import Session
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.vehicle.commands import ControlCommand, EgoCommand
+from vectorworld.wire import codec
 
 METHOD = "/vectorworld.v1.SimulatorService/"
 COMMANDS: tuple[EgoCommand | None, ...] = (None, ControlCommand(0.5, 0.0), ControlCommand(-0.5, 0.0),
@@ -49,7 +49,7 @@ def raw_step(channel: grpc.Channel) -> grpc.UnaryUnaryMultiCallable:
 
 def step_request(session_id: str, expected: int, command: EgoCommand | None) -> bytes:
     request = pb.StepRequest(session_id=session_id, expected_step=expected)
-    wire.command_to_proto(command, request.command)
+    codec.command_to_proto(command, request.command)
     return request.SerializeToString()
 
 
@@ -107,11 +107,11 @@ def test_no_step_is_ever_applied_twice_or_lost(durable: tuple[SimServer, grpc.Ch
         sent.append(command)
         expected = local.step(command)
         assert pb.StepResponse.FromString(reply).observation.SerializeToString() == \
-            wire.observation_to_proto(expected).SerializeToString()
+            codec.observation_to_proto(expected).SerializeToString()
         assert current_step(channel, session_id) == k + 1
     journal = read_journal(state / f"{session_id}.journal")
     assert [s.expected_step for s in journal.steps] == list(range(len(plan)))  # one record per step
-    assert [wire.command_from_proto(session_pb2.EgoCommand.FromString(s.command)) for s in journal.steps] == sent
+    assert [codec.command_from_proto(session_pb2.EgoCommand.FromString(s.command)) for s in journal.steps] == sent
     srv.manager.close(session_id)
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vectorworld.batch.episode import run_episode
 from vectorworld.sim.config import SessionConfig
-from vectorworld.sim.rollout import run_episode
 
 EpisodeFn = Callable[..., dict[str, Any]]
 

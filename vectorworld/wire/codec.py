@@ -17,11 +17,16 @@ from typing import Any
 import numpy as np
 
 from vectorworld.errors import CommandError, ConfigError, DataFormatError
+from vectorworld.files import json_default
 from vectorworld.scene import Agents
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
-from vectorworld.sim.wire_format import (
+from vectorworld.v1 import session_pb2, world_pb2
+from vectorworld.vehicle.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
+from vectorworld.wire.history import AgentHistoryCache, HistoryDeltaEncoder
+from vectorworld.wire.lanes import LaneDecodeCache, LaneDeltaEncoder, LaneEncodeMemo, lanes_to_wire
+from vectorworld.wire.raw import (
     agents_from_proto,
     agents_to_wire,
     lane_from_proto,
@@ -31,14 +36,10 @@ from vectorworld.sim.wire_format import (
     tile_from_proto,
     tile_to_proto,
 )
-from vectorworld.sim.wire_format import (
+from vectorworld.wire.raw import (
     polyline_to_proto as polyline_to_proto,  # re-exported: part of this module's API
 )
-from vectorworld.sim.wire_history import AgentHistoryCache, HistoryDeltaEncoder
-from vectorworld.sim.wire_lanes import LaneDecodeCache, LaneDeltaEncoder, LaneEncodeMemo, lanes_to_wire
-from vectorworld.sim.wire_table import agent_table_to_wire, agents_from_table
-from vectorworld.v1 import session_pb2, world_pb2
-from vectorworld.vehicle.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
+from vectorworld.wire.table import agent_table_to_wire, agents_from_table
 
 _END_TO_WIRE = {
     EndReason.NONE: world_pb2.END_REASON_RUNNING,
@@ -108,7 +109,7 @@ def report_to_proto(report: dict[str, Any], include_timings: bool = True) -> wor
         else:
             extra[key] = value
     if extra:
-        msg.extra_json = json.dumps(extra, sort_keys=True, default=_json_scalar)
+        msg.extra_json = json.dumps(extra, sort_keys=True, default=json_default)
     return msg
 
 
@@ -118,14 +119,6 @@ def report_from_proto(msg: world_pb2.EpisodeReport) -> dict[str, Any]:
     if msg.extra_json:
         out.update(json.loads(msg.extra_json))
     return out
-
-
-def _json_scalar(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (set, tuple, np.ndarray)):
-        return list(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 # --------------------------------------------------------------------------- observation and frame
@@ -321,7 +314,7 @@ def config_dict(config: SessionConfig) -> dict[str, Any]:
 def config_to_json(config: SessionConfig) -> str:
     """The complete resolved config (nested dataclasses included) as sorted, compact JSON."""
     return json.dumps(dataclasses.asdict(config), sort_keys=True, separators=(",", ":"),
-                      default=_json_scalar)
+                      default=json_default)
 
 
 def config_from_json(text: str) -> SessionConfig:
