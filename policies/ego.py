@@ -79,7 +79,8 @@ def share_idm_core(planner: EgoPlanner, policy: Policy | None) -> None:
 
 
 def load_planner(spec: str) -> EgoPlanner:
-    """``idm`` or ``package.module:ClassName`` (a class with a no-argument constructor)."""
+    """``idm`` or ``package.module:ClassName``: a class with a no-argument constructor and a ``plan(inp)``
+    method; ``reset()`` (called at the start of every episode) is optional."""
     if spec == "idm":
         return IdmRoutePlanner()
     if ":" not in spec:
@@ -92,7 +93,17 @@ def load_planner(spec: str) -> EgoPlanner:
     cls = getattr(module, class_name, None)
     if cls is None:
         raise ConfigError(f"planner {spec!r}: module {module_name!r} has no attribute {class_name!r}")
-    planner = cls()
-    if not hasattr(planner, "plan"):
-        raise ConfigError(f"planner {spec!r} has no plan(inp) method")
-    return planner
+    if not callable(getattr(cls, "plan", None)):
+        raise ConfigError(f"planner {spec!r}: {class_name} has no plan(inp) method (a planner needs one; "
+                          f"reset() is optional)")
+    try:
+        return cls()
+    except TypeError as err:
+        raise ConfigError(f"planner {spec!r}: {class_name}() needs a constructor without arguments ({err})") from err
+
+
+def reset_planner(planner: object) -> None:
+    """Call the planner's ``reset()`` if it has one (plug-in planners need not)."""
+    reset = getattr(planner, "reset", None)
+    if callable(reset):
+        reset()

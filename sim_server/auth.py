@@ -1,4 +1,4 @@
-"""Bearer-token authentication for the gRPC server (a server interceptor).
+"""Bearer-token authentication for the gRPC server (an asyncio server interceptor).
 
 Every call must carry the metadata ``authorization: Bearer <token>``; otherwise it ends with
 UNAUTHENTICATED before reaching the servicer. The gRPC health service is exempt so that load balancers and
@@ -9,7 +9,7 @@ compared in constant time.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -25,25 +25,25 @@ def token_matches(header: str | None, token: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
 
 
-class BearerTokenInterceptor(grpc.ServerInterceptor):
-    """Rejects calls without the right bearer token with UNAUTHENTICATED."""
+class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
+    """Rejects calls without the right bearer token with UNAUTHENTICATED (for ``grpc.aio`` servers)."""
 
     def __init__(self, token: str, on_reject: Callable[[str], None] | None = None) -> None:
         self.token = token
         self.on_reject = on_reject
 
-    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], Any],
-                          handler_call_details: grpc.HandlerCallDetails) -> Any:
+    async def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+                                handler_call_details: grpc.HandlerCallDetails) -> Any:
         method = handler_call_details.method
         if method.startswith(EXEMPT_PREFIXES):
-            return continuation(handler_call_details)
+            return await continuation(handler_call_details)
         header = next((v for k, v in handler_call_details.invocation_metadata or () if k == "authorization"),
                       None)
         if isinstance(header, bytes):
             header = header.decode("latin-1")
         if token_matches(header, self.token):
-            return continuation(handler_call_details)
-        handler = continuation(handler_call_details)
+            return await continuation(handler_call_details)
+        handler = await continuation(handler_call_details)
         if handler is None:
             return None
         if self.on_reject is not None:
@@ -53,9 +53,9 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):
 
 def _rejecting(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
     """A handler of the same shape as ``handler`` that aborts with UNAUTHENTICATED."""
-    def deny(_request: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token "
-                      "(send metadata 'authorization: Bearer <token>')")
+    async def deny(_request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token "
+                            "(send metadata 'authorization: Bearer <token>')")
 
     kwargs = {"request_deserializer": handler.request_deserializer,
               "response_serializer": handler.response_serializer}

@@ -15,18 +15,21 @@ then only its current state; the session object keeps the histories) also gives 
 ~80 % fewer bytes per reply, but on loopback it costs more CPU than the smaller reply saves (see
 tools/load_test.py --compare-history), so it is opt-in: for slow links.
 
-Retries: read-only calls (GetSession, ListSessions) are retried on UNAVAILABLE / DEADLINE_EXCEEDED with
-exponential backoff. A Step is retried with the *same* expected step index, so a retry can never apply a
-command twice: if the first attempt had in fact been applied, the server answers ABORTED and the client
-reads the session (GetSession, whose observation always carries every lane and whole histories, the base
-of the next deltas) and returns its observation when it is exactly one step further. After any other ABORTED step (the
-session was stepped by someone else), :meth:`RemoteSession.resync` reads the current state and stepping
-continues from there. CreateSession, CloseSession and streams are not retried (not idempotent).
+Retries: read-only calls (GetSession, ListSessions) and steps are retried on UNAVAILABLE / DEADLINE_EXCEEDED
+with exponential backoff (capped at 1 s), at least ``retries`` times and for as long as ``reconnect_s`` allows
+(default 30 s: long enough for a journaled server to restart and rebuild its sessions; ``retries=0`` turns
+retrying off). A Step is retried with the *same* expected step index and command; the server keeps the reply
+of the step it applied last, so a retry whose first attempt had been applied gets that very reply (never a
+second step). A stream (:meth:`RemoteSession.stream`) that breaks is resumed on a new stream that first
+resends the request whose reply had not arrived. (Against a server without kept replies, an ABORTED retry
+falls back to GetSession and adopts the state when it is exactly one step further.) After any other ABORTED
+step (the session was stepped by someone else), :meth:`RemoteSession.resync` reads the current state and
+stepping continues from there. CreateSession and CloseSession are not retried (not idempotent).
 """
 
 from __future__ import annotations
 
-import threading
+import queue
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -73,7 +76,7 @@ class SimClient:
 
     def __init__(self, target: str = "localhost:50051", token: str | None = None,
                  root_certificates: bytes | str | Path | None = None, timeout_s: float = 60.0,
-                 retries: int = 3, backoff_s: float = 0.1,
+                 retries: int = 3, backoff_s: float = 0.1, reconnect_s: float = 30.0,
                  max_receive_message_bytes: int = 64 * 1024 * 1024) -> None:
         options = [("grpc.max_receive_message_length", max_receive_message_bytes)]
         if root_certificates is not None:
@@ -88,6 +91,7 @@ class SimClient:
         self.timeout_s = timeout_s
         self.retries = retries
         self.backoff_s = backoff_s
+        self.reconnect_s = reconnect_s
 
     # ----------------------------------------------------------------- sessions
     def create_session(self, seed: int = 0, target_km: float | None = None, generator: str = "",
@@ -134,9 +138,9 @@ class SimClient:
                     history_cache: codec.AgentHistoryCache | None = None) -> SessionStatus:
         """The session's state; its observation (complete lanes and histories) also seeds ``lane_cache`` and
         ``history_cache`` if given."""
-        response = self._retry(lambda: self.stub.GetSession(
+        response = self._retry(lambda retry: self.stub.GetSession(
             pb.GetSessionRequest(session_id=session_id, include_observation=include_observation),
-            timeout=self.timeout_s, metadata=self.metadata))
+            timeout=self.timeout_s, metadata=self.metadata, wait_for_ready=retry))
         info = response.info
         return SessionStatus(session_id=response.session_id, step=response.step,
                              sim_time_us=response.sim_time_us,
@@ -152,8 +156,9 @@ class SimClient:
         out: list[pb.SessionInfo] = []
         token = ""
         while True:
-            page = self._retry(lambda t=token: self.stub.ListSessions(
-                pb.ListSessionsRequest(page_token=t), timeout=self.timeout_s, metadata=self.metadata))
+            page = self._retry(lambda retry, t=token: self.stub.ListSessions(
+                pb.ListSessionsRequest(page_token=t), timeout=self.timeout_s, metadata=self.metadata,
+                wait_for_ready=retry))
             out.extend(page.sessions)
             token = page.next_page_token
             if not token:
@@ -165,15 +170,22 @@ class SimClient:
         return codec.report_from_proto(response.report)
 
     # ----------------------------------------------------------------- plumbing
-    def _retry(self, call: Callable[[], T]) -> T:
-        for attempt in range(self.retries + 1):
+    def _retry(self, call: Callable[[bool], T]) -> T:
+        """``call(retrying)`` until it succeeds or fails for good (see the module docstring)."""
+        start, attempt = time.monotonic(), 0
+        while True:
             try:
-                return call()
+                return call(attempt > 0)
             except grpc.RpcError as err:
-                if err.code() not in RETRYABLE or attempt == self.retries:
-                    raise
-                time.sleep(self.backoff_s * 2 ** attempt)
-        raise AssertionError("unreachable")
+                self.backoff(err, attempt, start)
+                attempt += 1
+
+    def backoff(self, err: grpc.RpcError, attempt: int, start: float) -> None:
+        """Sleep before retry ``attempt + 1``, or re-raise ``err`` when it is not worth retrying."""
+        if err.code() not in RETRYABLE or self.retries <= 0 or (
+                attempt >= self.retries and time.monotonic() - start > self.reconnect_s):
+            raise err
+        time.sleep(min(self.backoff_s * 2 ** attempt, 1.0))
 
     def close(self) -> None:
         self.channel.close()
@@ -204,62 +216,65 @@ class RemoteSession:
         expected = self.step_index
         request = pb.StepRequest(session_id=self.id, expected_step=expected)
         codec.command_to_proto(command, request.command)
-        for attempt in range(self.client.retries + 1):
+        start, attempt = time.monotonic(), 0
+        while True:
             try:
                 response = self.client.stub.Step(request, timeout=self.client.timeout_s,
-                                                 metadata=self.client.metadata)
+                                                 metadata=self.client.metadata, wait_for_ready=attempt > 0)
                 return self._advance(response.step, response.observation)
             except grpc.RpcError as err:
-                code = err.code()
-                if code == grpc.StatusCode.ABORTED and attempt > 0:
-                    # A previous attempt may have been applied: adopt the state if it is one step on (its
-                    # lanes are complete, and they are the base of the next reply's lane delta).
+                if err.code() == grpc.StatusCode.ABORTED and attempt > 0:
+                    # A server without kept replies, and a previous attempt was applied: adopt the state if it
+                    # is one step on (its lanes are complete, and they are the base of the next reply's delta).
                     status = self._read_complete()
                     if status.step == expected + 1 and status.observation is not None:
                         self.step_index, self.observation = status.step, status.observation
                         return status.observation
                     raise
-                if code not in RETRYABLE or attempt == self.client.retries:
-                    raise
-                time.sleep(self.client.backoff_s * 2 ** attempt)
-        raise AssertionError("unreachable")
+                self.client.backoff(err, attempt, start)
+                attempt += 1
 
     def stream(self, commands: Iterable[EgoCommand | None]) -> Iterator[Observation]:
         """Step once per command over one StreamSession call; yields each observation.
 
-        Lock-step: the next command is drawn from ``commands`` only after the previous observation
-        arrived (and is in :attr:`observation`), so ``commands`` may be a generator that plans from the
-        latest observation, and may stop when ``session.observation.done``."""
-        first = self.step_index
-        turn = threading.Semaphore(1)
-        finished = threading.Event()
+        Lock-step: the next command is drawn from ``commands`` (in the caller's thread) only after the
+        previous observation arrived and was handed out (it is in :attr:`observation`), so ``commands`` may
+        be a generator that plans from the latest observation, and may stop when ``session.observation.done``.
+        A stream broken by UNAVAILABLE (a server restart) is resumed on a new one, which resends the request
+        whose reply had not arrived (the server answers a resend with its kept reply: exactly once)."""
+        iterator = iter(commands)
+        pending = self._next_stream_request(iterator)  # sent (or about to be), reply not yet received
+        start, attempt = time.monotonic(), 0
+        while pending is not None:
+            outbox: queue.Queue[pb.StreamSessionRequest | None] = queue.Queue()
+            first = pb.StreamSessionRequest()
+            first.CopyFrom(pending)
+            first.session_id = self.id  # required in a stream's first request only
+            outbox.put(first)
+            try:
+                call = self.client.stub.StreamSession(iter(outbox.get, None), metadata=self.client.metadata,
+                                                      wait_for_ready=attempt > 0)
+                for response in call:
+                    obs = self._advance(response.step, response.observation)
+                    pending, start, attempt = None, time.monotonic(), 0
+                    yield obs
+                    pending = self._next_stream_request(iterator)
+                    outbox.put(pending)  # None: half-close, the server ends the stream
+                return
+            except grpc.RpcError as err:
+                self.client.backoff(err, attempt, start)
+                attempt += 1
+            finally:
+                outbox.put(None)
 
-        def requests() -> Iterator[pb.StreamSessionRequest]:
-            iterator = iter(commands)
-            k = 0
-            while True:
-                while not turn.acquire(timeout=0.05):
-                    if finished.is_set():
-                        return
-                if finished.is_set():
-                    return
-                try:
-                    command = next(iterator)
-                except StopIteration:
-                    return
-                # the session id is required in the first request only
-                request = pb.StreamSessionRequest(session_id="" if k else self.id, expected_step=first + k)
-                codec.command_to_proto(command, request.command)
-                k += 1
-                yield request
-
+    def _next_stream_request(self, iterator: Iterator[EgoCommand | None]) -> pb.StreamSessionRequest | None:
         try:
-            for response in self.client.stub.StreamSession(requests(), metadata=self.client.metadata):
-                obs = self._advance(response.step, response.observation)
-                turn.release()
-                yield obs
-        finally:
-            finished.set()
+            command = next(iterator)
+        except StopIteration:
+            return None
+        request = pb.StreamSessionRequest(expected_step=self.step_index)
+        codec.command_to_proto(command, request.command)
+        return request
 
     def status(self, include_observation: bool = False) -> SessionStatus:
         return self.client.get_session(self.id, include_observation)

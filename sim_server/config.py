@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,19 @@ class ServerConfig:
     token: if set, every call must carry ``authorization: Bearer <token>`` (gRPC health checks and the
         HTTP /healthz and /readyz probes are exempt so orchestrators can probe without secrets).
     tls_cert / tls_key: PEM files; both set = TLS on the gRPC port.
-    max_sessions: live-session cap (CreateSession beyond it answers RESOURCE_EXHAUSTED).
+    max_sessions: live-session cap (CreateSession beyond it answers RESOURCE_EXHAUSTED). Streams waiting
+        for their next request cost no thread (asyncio server), so the cap is about memory: a live session
+        holds its world, a few MB.
+    engine_workers: threads that run engine work (reset, step, observe, encode); every other part of a call
+        runs on the event loop. The engine is Python + numpy holding the GIL most of the time, so more
+        workers than cores buys little; a slow step holds one worker and the others keep serving.
+    engine_saturation_s: the engine pool counts as saturated while a job has waited this long for a worker;
+        gRPC health and /readyz then answer NOT_SERVING / 503 (calls are still served).
+    engine_nice: engine threads run this many nice levels below the rest of the server (Linux: per thread),
+        so the event loop (health checks, idle streams, hand-offs) gets the CPU before engine work.
+    state_dir: where session journals live (``sim_server/journal.py``); None = no journal (sessions end
+        with the process). :func:`default_state_dir` is what ``vectorworld serve`` uses by default.
+    journal_fsync_s: how often journals are fsync'd (each step is written before its reply either way).
     idle_timeout_s: sessions without a call for this long are closed by the reaper (s).
     session_defaults: the SessionConfig that unset CreateSession fields take.
     allow_plugin_planners: accept ``module:Class`` planner specs from clients (imports code: off).
@@ -36,7 +49,11 @@ class ServerConfig:
     max_sessions: int = 64
     idle_timeout_s: float = 600.0
     reap_interval_s: float = 10.0
-    max_workers: int = 16
+    engine_workers: int = 4
+    engine_saturation_s: float = 1.0
+    engine_nice: int = 5
+    state_dir: Path | None = None
+    journal_fsync_s: float = 0.2
     max_receive_message_bytes: int = 4 * 1024 * 1024
     max_send_message_bytes: int = 64 * 1024 * 1024
     grace_s: float = 10.0
@@ -54,9 +71,12 @@ class ServerConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 65535], got {value}")
         if self.max_sessions < 1:
             raise ConfigError(f"--max-sessions must be >= 1, got {self.max_sessions}")
-        if self.max_workers < 1:
-            raise ConfigError(f"max_workers must be >= 1, got {self.max_workers}")
-        for name in ("idle_timeout_s", "reap_interval_s", "grace_s", "session_lock_timeout_s"):
+        if not 0 <= self.engine_nice <= 19:
+            raise ConfigError(f"engine_nice must be in [0, 19], got {self.engine_nice}")
+        if not 1 <= self.engine_workers <= 256:
+            raise ConfigError(f"--engine-workers must be in [1, 256], got {self.engine_workers}")
+        for name in ("idle_timeout_s", "reap_interval_s", "grace_s", "session_lock_timeout_s",
+                     "engine_saturation_s", "journal_fsync_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, got {value}")
@@ -71,3 +91,10 @@ class ServerConfig:
         if self.token is not None and not self.token.strip():
             raise ConfigError("--token must not be empty")
         return self
+
+
+def default_state_dir() -> Path:
+    """The per-user state folder of ``vectorworld serve``: ``$XDG_STATE_HOME/vectorworld/sessions``
+    (``~/.local/state/vectorworld/sessions`` when XDG_STATE_HOME is unset)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "vectorworld" / "sessions"

@@ -104,8 +104,18 @@ class Histogram:
 class ServerMetrics:
     """The service's metrics. ``live_sessions`` is read from the session manager at scrape time."""
 
-    def __init__(self, live_sessions: Callable[[], float]) -> None:
+    def __init__(self, live_sessions: Callable[[], float], engine_queued: Callable[[], float] = lambda: 0.0,
+                 engine_running: Callable[[], float] = lambda: 0.0) -> None:
         self.sessions = Gauge("vectorworld_sessions", "Live simulation sessions.", live_sessions)
+        self.engine_queued = Gauge("vectorworld_engine_queued", "Engine jobs waiting for a worker.", engine_queued)
+        self.engine_running = Gauge("vectorworld_engine_running", "Engine jobs running.", engine_running)
+        self.replayed_steps = Counter("vectorworld_replayed_steps_total",
+                                      "Step requests answered with the kept reply of a step already applied "
+                                      "(a client resent after losing the reply).")
+        self.sessions_recovered = Counter("vectorworld_sessions_recovered_total",
+                                          "Sessions rebuilt from their journals at start.")
+        self.sessions_lost = Counter("vectorworld_sessions_lost_total",
+                                     "Journaled sessions that could not be rebuilt at start.")
         self.sessions_created = Counter("vectorworld_sessions_created_total", "Sessions created.")
         self.sessions_closed = Counter("vectorworld_sessions_closed_total",
                                        "Sessions closed, by reason (client, reaped, shutdown).", ("reason",))
@@ -121,6 +131,8 @@ class ServerMetrics:
                               ("code",))
 
     def render(self) -> str:
-        parts = (self.sessions, self.sessions_created, self.sessions_closed, self.steps, self.step_latency,
+        parts = (self.sessions, self.engine_queued, self.engine_running, self.sessions_created,
+                 self.sessions_closed, self.sessions_recovered, self.sessions_lost, self.steps,
+                 self.replayed_steps, self.step_latency,
                  self.engine_step, self.tile_latency, self.rpcs, self.errors)
         return "\n".join(line for metric in parts for line in metric.render()) + "\n"

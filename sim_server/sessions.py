@@ -7,23 +7,40 @@ a local one with the same config and commands are identical.
 Concurrency: the manager's own lock guards the table only; work on a session (reset, step, close) runs
 under that session's lock, so different sessions step in parallel and one session's calls are
 serialised. A second call on a busy session waits up to ``lock_timeout_s`` then fails with SessionBusy.
+
+Exactly-once steps: a session keeps the serialized reply of its last step (with the command that made it)
+until the client acknowledges it by asking for the next step. A request that names the step just applied
+(``expected_step`` = current step - 1) with the same command gets that very reply again, so a client that
+lost a reply can resend its request without the step being applied twice (a different command for an
+applied step is a conflict: StepMismatchError).
+
+Durability: with a :class:`~sim_server.journal.JournalStore`, every created session gets a journal and every
+applied step is appended to it before its reply leaves; :meth:`SessionManager.recover` rebuilds the
+sessions an earlier run left (``sim_server/recovery.py``). A session that cannot be rebuilt is *lost*:
+calls on it raise SessionLostError (never a silent NOT_FOUND).
 """
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import logging
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vectorworld.errors import VectorWorldError
+from sim_server.journal import JournalStore, SessionJournal, state_digest
+from vectorworld.errors import StepMismatchError, VectorWorldError
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session
+from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.vehicle.commands import EgoCommand
+from vectorworld.wire import codec
 from vectorworld.wire.session_encoder import ObservationEncoder
 
 log = logging.getLogger(__name__)
@@ -52,6 +69,23 @@ class ShuttingDownError(VectorWorldError):
     """The server is draining and accepts no new sessions."""
 
 
+class SessionLostError(VectorWorldError):
+    """The session existed before the server restarted but could not be rebuilt from its journal."""
+
+
+class SessionRecoveringError(VectorWorldError):
+    """The session is being rebuilt from its journal after a restart; retry shortly."""
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    """The last step's reply, kept until the client asks for the step after it."""
+
+    expected_step: int
+    command: bytes
+    reply: bytes
+
+
 @dataclass
 class ManagedSession:
     """A live session and its bookkeeping. ``lock`` serialises every call on the session."""
@@ -66,9 +100,28 @@ class ManagedSession:
     closed: bool = False
     encoder: ObservationEncoder = field(default_factory=ObservationEncoder, repr=False)
     """How this session's observations are encoded, with the state its deltas keep (used under ``lock``)."""
+    journal: SessionJournal | None = field(default=None, repr=False)
+    last_reply: CachedReply | None = field(default=None, repr=False)
+    alock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    """The asyncio server's per-session queue: callers wait here (on the event loop, costing no engine
+    thread) before their work goes to the engine pool, where ``lock`` is then free or nearly so."""
+
+    @property
+    def encoding(self) -> dict[str, bool]:
+        """The encoder's choice as keywords of :class:`ObservationEncoder` (journal headers keep it)."""
+        return {"lane_delta": self.encoder.lane_delta, "agent_table": self.encoder.agent_table,
+                "history_delta": self.encoder.history_delta}
+
+    def encode_reply(self, obs: Observation) -> bytes:
+        """The serialized step reply (StepResponse and StreamSessionResponse have the same fields)."""
+        response = pb.StepResponse(session_id=self.id, step=obs.step, sim_time_us=obs.sim_time_us)
+        self.encoder.encode(obs, response.observation)
+        return response.SerializeToString()
 
 
 SessionFactory = Callable[[SessionConfig], Session]
+GONE_REMEMBERED = 10_000
+"""How many closed / reaped session ids the manager remembers, to say why one is gone."""
 StepListener = Callable[[ManagedSession, float, list[float]], None]
 """Called after every successful step: (session, engine step seconds, new tile latencies in ms)."""
 
@@ -79,7 +132,8 @@ class SessionManager:
     def __init__(self, max_sessions: int, idle_timeout_s: float, lock_timeout_s: float = 30.0,
                  factory: SessionFactory = Session, clock: Callable[[], float] = time.monotonic,
                  on_step: StepListener | None = None,
-                 on_reaped: Callable[[list[str]], None] | None = None) -> None:
+                 on_reaped: Callable[[list[str]], None] | None = None,
+                 journals: JournalStore | None = None) -> None:
         self.max_sessions = max_sessions
         self.idle_timeout_s = idle_timeout_s
         self.lock_timeout_s = lock_timeout_s
@@ -87,7 +141,12 @@ class SessionManager:
         self.clock = clock
         self.on_step = on_step
         self.on_reaped = on_reaped
+        self.journals = journals
+        self.started_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         self._sessions: dict[str, ManagedSession] = {}
+        self._gone: OrderedDict[str, str] = OrderedDict()  # id -> why it is gone (closed, reaped)
+        self._lost: dict[str, str] = {}  # id -> why it could not be recovered after a restart
+        self._recovering: set[str] = set()
         self._reserved = 0
         self._lock = threading.Lock()
         self._draining = False
@@ -106,10 +165,28 @@ class SessionManager:
     def get(self, session_id: str) -> ManagedSession:
         with self._lock:
             managed = self._sessions.get(session_id)
-        if managed is None:
-            raise SessionNotFoundError(f"no session {session_id!r} (unknown, closed or reaped after "
-                                       f"{self.idle_timeout_s:g} s idle)")
-        return managed
+            if managed is not None:
+                return managed
+            gone, lost = self._gone.get(session_id), self._lost.get(session_id)
+            recovering = session_id in self._recovering
+        if recovering:
+            raise SessionRecoveringError(f"session {session_id!r} is being rebuilt from its journal after a "
+                                         f"server restart; retry shortly")
+        if lost is not None:
+            raise SessionLostError(f"session {session_id!r} was lost when the server restarted: {lost}")
+        if gone is not None:
+            raise SessionNotFoundError(f"no session {session_id!r}: {gone}")
+        durability = ("sessions survive restarts (journal), so it was never created here, or was closed or "
+                      "reaped before that" if self.journals is not None else
+                      "it runs without a journal, so the session may also have been lost at that restart")
+        raise SessionNotFoundError(f"no session {session_id!r}: unknown to this server (started "
+                                   f"{self.started_at}; {durability})")
+
+    def _forget(self, session_id: str, why: str) -> None:
+        """Under ``_lock``: remember why a session is gone."""
+        self._gone[session_id] = why
+        while len(self._gone) > GONE_REMEMBERED:
+            self._gone.popitem(last=False)
 
     def list(self) -> list[ManagedSession]:
         """Live sessions, oldest first."""
@@ -117,12 +194,14 @@ class SessionManager:
             return sorted(self._sessions.values(), key=lambda m: (m.created_s, m.id))
 
     # ----------------------------------------------------------------- lifecycle
-    def create(self, config: SessionConfig) -> tuple[ManagedSession, Observation]:
-        """Build and reset a session. Raises SessionCapError, ShuttingDownError, or the engine's errors."""
+    def create(self, config: SessionConfig, encoder: ObservationEncoder | None = None
+               ) -> tuple[ManagedSession, Observation]:
+        """Build and reset a session (observations encoded by ``encoder``, default: complete) and open its
+        journal. Raises SessionCapError, ShuttingDownError, or the engine's errors."""
         with self._lock:
             if self._draining:
                 raise ShuttingDownError("the server is shutting down and accepts no new sessions")
-            if len(self._sessions) + self._reserved >= self.max_sessions:
+            if len(self._sessions) + len(self._recovering) + self._reserved >= self.max_sessions:
                 raise SessionCapError(f"the server already runs {self.max_sessions} sessions (its cap); "
                                       f"close one or retry later")
             self._reserved += 1
@@ -132,6 +211,11 @@ class SessionManager:
             now = self.clock()
             managed = ManagedSession(id=uuid.uuid4().hex, session=session, created_s=now, last_used_s=now,
                                      tiles_seen=len(session.metrics.tile_ms))
+            if encoder is not None:
+                managed.encoder = encoder
+            if self.journals is not None:
+                managed.journal = self.journals.create(managed.id, codec.config_to_json(session.config),
+                                                       managed.encoding)
             with self._lock:
                 self._sessions[managed.id] = managed
             return managed, obs
@@ -140,28 +224,64 @@ class SessionManager:
                 self._reserved -= 1
 
     def step(self, session_id: str, command: EgoCommand | None, expected_step: int,
-             deliver: Callable[[ManagedSession, Observation], None] | None = None) -> Observation:
+             deliver: Callable[[ManagedSession, Observation], None] | None = None,
+             command_key: bytes | None = None) -> Observation:
         """One step under the session's lock. Engine errors (CommandError, StepMismatchError,
         EpisodeFinishedError) pass through; any other error marks the session failed and re-raises.
-        ``deliver`` runs after a successful step, still under the lock (encoding an observation whose
-        lanes are a delta on the previous one must follow the session's step order)."""
+        The step is journaled (``command_key``: the serialized EgoCommand; default: ``command`` encoded)
+        before ``deliver`` runs, still under the lock (encoding an observation whose lanes are a delta on the
+        previous one must follow the session's step order)."""
         with self.locked(session_id) as managed:
-            t0 = time.perf_counter()
+            return self._step_locked(managed, command, expected_step, deliver, command_key)
+
+    def step_reply(self, session_id: str, command: EgoCommand | None, expected_step: int,
+                   command_key: bytes) -> tuple[bytes, bool]:
+        """Exactly-once step: (serialized reply, whether it is the kept reply of a step already applied).
+        A request for the step just applied with the same command answers that step's reply again."""
+        with self.locked(session_id, allow_failed=True) as managed:
+            cached = managed.last_reply
+            if cached is not None and cached.expected_step == expected_step \
+                    and managed.session.step_index == expected_step + 1:
+                if cached.command != command_key:
+                    raise StepMismatchError(f"step {expected_step} was already applied with another command; "
+                                            f"the session is at step {managed.session.step_index}")
+                return cached.reply, True
+            if managed.failure is not None:
+                raise SessionFailedError(f"session {session_id!r} failed earlier ({managed.failure}); "
+                                         f"close it and create a new one")
+            out: list[bytes] = []
+            self._step_locked(managed, command, expected_step, lambda m, obs: out.append(m.encode_reply(obs)),
+                              command_key)
+            managed.last_reply = CachedReply(expected_step, command_key, out[0])
+            return out[0], False
+
+    def _step_locked(self, managed: ManagedSession, command: EgoCommand | None, expected_step: int,
+                     deliver: Callable[[ManagedSession, Observation], None] | None,
+                     command_key: bytes | None) -> Observation:
+        t0 = time.perf_counter()
+        try:
+            obs = managed.session.step(command, expected_step=expected_step)
+        except VectorWorldError:
+            raise
+        except Exception as err:
+            managed.failure = f"{type(err).__name__}: {err}"
+            raise
+        engine_s = time.perf_counter() - t0
+        managed.last_reply = None  # the client asked for a later step: it holds the previous reply
+        if managed.journal is not None:
+            key = codec.command_to_proto(command).SerializeToString() if command_key is None else command_key
             try:
-                obs = managed.session.step(command, expected_step=expected_step)
-            except VectorWorldError:
+                managed.journal.append_step(expected_step, key, state_digest(managed.session))
+            except OSError as err:  # the step is applied but not durable: the session cannot be trusted
+                managed.failure = f"journal write failed: {err}"
                 raise
-            except Exception as err:
-                managed.failure = f"{type(err).__name__}: {err}"
-                raise
-            engine_s = time.perf_counter() - t0
-            tiles = managed.session.metrics.tile_ms
-            new_tiles, managed.tiles_seen = list(tiles[managed.tiles_seen:]), len(tiles)
-            if self.on_step is not None:
-                self.on_step(managed, engine_s, new_tiles)
-            if deliver is not None:
-                deliver(managed, obs)
-            return obs
+        tiles = managed.session.metrics.tile_ms
+        new_tiles, managed.tiles_seen = list(tiles[managed.tiles_seen:]), len(tiles)
+        if self.on_step is not None:
+            self.on_step(managed, engine_s, new_tiles)
+        if deliver is not None:
+            deliver(managed, obs)
+        return obs
 
     def report(self, session_id: str, observe: bool = False
                ) -> tuple[ManagedSession, dict[str, Any], Observation | None]:
@@ -179,9 +299,12 @@ class SessionManager:
             with self._lock:
                 if self._sessions.pop(session_id, None) is None:
                     raise SessionNotFoundError(f"no session {session_id!r} (closed concurrently)")
+                self._forget(session_id, "closed by CloseSession")
             managed.closed = True
             report = managed.session.report()
             managed.session.close()
+            if managed.journal is not None:
+                managed.journal.remove()
             return managed, report
         finally:
             managed.lock.release()
@@ -204,8 +327,11 @@ class SessionManager:
                 if now - managed.last_used_s > self.idle_timeout_s:
                     with self._lock:
                         self._sessions.pop(managed.id, None)
+                        self._forget(managed.id, f"reaped after {self.idle_timeout_s:g} s idle")
                     managed.closed = True
                     managed.session.close()
+                    if managed.journal is not None:
+                        managed.journal.remove()
                     reaped.append(managed.id)
             finally:
                 managed.lock.release()
@@ -233,17 +359,52 @@ class SessionManager:
         with self._lock:
             self._draining = True
 
-    def shutdown(self) -> None:
-        """Stop the reaper and close every session (waiting for calls in flight on them)."""
+    def shutdown(self) -> int:
+        """Stop the reaper and end every session (waiting for calls in flight on them). Journaled sessions
+        keep their journals (fsync'd), so the next start rebuilds them. Returns the number ended."""
         self.drain()
         self._stop_reaper.set()
         if self._reaper is not None:
             self._reaper.join(timeout=5.0)
+        ended = 0
         for managed in self.list():
+            if not managed.lock.acquire(timeout=self.lock_timeout_s):
+                continue
             try:
-                self.close(managed.id)
-            except (SessionNotFoundError, SessionBusyError):
-                pass
+                with self._lock:
+                    if self._sessions.pop(managed.id, None) is None:
+                        continue
+                    self._forget(managed.id, "ended by a server shutdown")
+                managed.closed = True
+                managed.session.close()
+                if managed.journal is not None:
+                    managed.journal.close()
+                ended += 1
+            finally:
+                managed.lock.release()
+        if self.journals is not None:
+            self.journals.stop()
+        return ended
+
+    # ----------------------------------------------------------------- recovery bookkeeping
+    def begin_recovery(self, session_id: str) -> None:
+        with self._lock:
+            self._recovering.add(session_id)
+
+    def end_recovery(self, session_id: str, managed: ManagedSession | None, lost: str | None = None) -> None:
+        """Publish a rebuilt session, or record it as lost with the reason."""
+        with self._lock:
+            self._recovering.discard(session_id)
+            if managed is not None:
+                self._sessions[session_id] = managed
+            else:
+                self._lost[session_id] = lost or "its journal could not be replayed"
+
+    @property
+    def lost(self) -> dict[str, str]:
+        """Sessions that could not be rebuilt after a restart: id -> reason."""
+        with self._lock:
+            return dict(self._lost)
 
 
 class _Locked:

@@ -81,13 +81,15 @@ class SimulatorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Step(self, request, context):
-        """Advance one session by one 0.1 s step.
-        NOT_FOUND: unknown (or closed / reaped) session.
+        """Advance one session by one 0.1 s step. A request naming the step just applied (expected_step =
+        current step - 1) with the same command answers that step's reply again, byte for byte (a resend
+        after a lost reply); the session is not stepped.
+        NOT_FOUND: unknown (or closed / reaped) session; the message says which.
         INVALID_ARGUMENT: the command is missing, non-finite or out of range (the message names the field).
-        ABORTED: expected_step is not the session's current step (a stale or duplicated request); the
-        message and the trailing metadata "vw-current-step" give the current step. Read the state
-        with GetSession and continue from there. Also ABORTED when another call held the session
-        for longer than the server's lock timeout (retry later).
+        ABORTED: expected_step is not the session's current step (a stale request), or names the step just
+        applied with another command; the message and the trailing metadata "vw-current-step" give
+        the current step. Read the state with GetSession and continue from there. Also ABORTED when
+        another call held the session for longer than the server's lock timeout (retry later).
         FAILED_PRECONDITION: the episode has already ended, or an earlier call failed with INTERNAL inside
         this session (close it and create a new one).
         """
@@ -98,7 +100,9 @@ class SimulatorServiceServicer:
     def StreamSession(self, request_iterator, context):
         """Drive one session over a bidirectional stream: one request per step, one response per request, in
         order. The stream ends with OK when the client half-closes; an error ends the stream with the same
-        codes as Step (the session keeps its state and can be continued with Step or a new stream).
+        codes as Step (the session keeps its state and can be continued with Step or a new stream). A stream
+        cut while a step runs still applies it; resending that request (Step or a new stream) answers its
+        reply.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -61,6 +61,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))  # load_faults
 
 from sim_server.client import RemoteSession, SimClient  # noqa: E402
 from vectorworld.sim.config import SessionConfig  # noqa: E402
@@ -124,32 +125,37 @@ def serve_child(args: argparse.Namespace) -> int:
     from sim_server.config import ServerConfig
     from sim_server.server import create_server, release_free_memory
 
-    server = create_server(ServerConfig(port=0, http_port=None, max_sessions=args.sessions + 8,
-                                        max_workers=args.sessions + 8, session_defaults=session_config(args)),
-                           start=False)
-    server.server.add_generic_rpc_handlers((floor_handler(),))
-    server.start()
-    lock, local = threading.Lock(), threading.local()
+    server = create_server(ServerConfig(port=args.port, http_port=None,
+                                        max_sessions=max(args.sessions + 8, args.max_sessions),
+                                        engine_workers=args.engine_workers, state_dir=args.state_dir,
+                                        engine_nice=args.engine_nice,
+                                        session_defaults=session_config(args)), start=False)
+    server.add_generic_rpc_handlers((floor_handler(server.pool),))
+    lock = threading.Lock()
     # (session id, step) -> [engine s, handler s, engine end, handler end] (perf_counter, shared clock)
     steps: dict[tuple[str, int], list[float]] = {}
-    previous_on_step, observe_handler = server.manager.on_step, server.metrics.step_latency.observe
+    previous_on_step, step_handler = server.manager.on_step, server.servicer._step
 
-    def on_step(managed: Any, engine_s: float, new_tiles: list[float]) -> None:
+    def on_step(managed: Any, engine_s: float, new_tiles: list[float]) -> None:  # on the engine thread
         if previous_on_step is not None:
             previous_on_step(managed, engine_s, new_tiles)
-        local.key = (managed.id, managed.session.step_index)
         with lock:
-            steps[local.key] = [engine_s, float("nan"), time.perf_counter(), float("nan")]
+            steps[(managed.id, managed.session.step_index)] = [engine_s, float("nan"), time.perf_counter(),
+                                                               float("nan")]
 
-    def observe(handler_s: float) -> None:  # the servicer's server-side step latency, same thread
-        observe_handler(handler_s)
-        key, local.key = getattr(local, "key", None), None
+    async def timed_step(session_id: str, expected_step: int, command: Any, context: Any) -> bytes:
+        t0 = time.perf_counter()  # the servicer's step: decode, engine pool, encode (on the event loop)
+        reply = await step_handler(session_id, expected_step, command, context)
+        end = time.perf_counter()
         with lock:
-            if key in steps:
-                steps[key][1], steps[key][3] = handler_s, time.perf_counter()
+            row = steps.get((session_id, expected_step + 1))
+            if row is not None:
+                row[1], row[3] = end - t0, end
+        return reply
 
     server.manager.on_step = on_step
-    server.metrics.step_latency.observe = observe  # type: ignore[method-assign]
+    server.servicer._step = timed_step  # type: ignore[method-assign]
+    server.start()
     print(f"@@ {json.dumps({'port': server.port})}", flush=True)
     try:
         for line in sys.stdin:
@@ -161,8 +167,11 @@ def serve_child(args: argparse.Namespace) -> int:
                 reply: dict[str, Any] = {"steps": rows}
             elif command == "stats":
                 gc.collect()
+                m = server.metrics
                 reply = {"rss_mib": rss_mib(), "objects": len(gc.get_objects()),
-                         "live_sessions": len(server.manager)}
+                         "live_sessions": len(server.manager), "recovered": m.sessions_recovered.value(),
+                         "lost": m.sessions_lost.value(), "replayed_steps": m.replayed_steps.value(),
+                         "engine_step_s_total": m.engine_step.total, "engine_steps": m.engine_step.count}
                 reply["rss_trimmed_mib"] = rss_mib() if release_free_memory() else None
             elif command == "quit":
                 break
@@ -174,17 +183,22 @@ def serve_child(args: argparse.Namespace) -> int:
     return 0
 
 
-def floor_handler() -> grpc.GenericRpcHandler:
+def floor_handler(pool: Any) -> grpc.GenericRpcHandler:
     """The floor's bare lock-step stream: each request (spin s as a little-endian double, reply size as a
-    uint32) is answered after spinning that long in the handler thread, holding the GIL as an engine step
-    does, with that many bytes, the first 16 the handler's start and end (``time.perf_counter``, doubles)."""
-    def echo(requests: Iterator[bytes], _context: grpc.ServicerContext) -> Iterator[bytes]:
-        for request in requests:
+    uint32) is answered after spinning that long on an engine-pool thread, holding the GIL as an engine step
+    does (the same hand-off from the event loop as a real step), with that many bytes, the first 16 the
+    spin's start and end (``time.perf_counter``, doubles)."""
+    def spin(spin_s: float) -> tuple[float, float]:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < spin_s:
+            pass
+        return t0, time.perf_counter()
+
+    async def echo(requests: Any, _context: Any) -> Any:
+        async for request in requests:
             spin_s, size = struct.unpack("<dI", request)
-            t0 = time.perf_counter()
-            while time.perf_counter() - t0 < spin_s:
-                pass
-            yield struct.pack("<dd", t0, time.perf_counter()) + bytes(max(size - 16, 0))
+            t0, t1 = await pool.run(lambda s=spin_s: spin(s))
+            yield struct.pack("<dd", t0, t1) + bytes(max(size - 16, 0))
 
     service, method = FLOOR_METHOD.strip("/").split("/")
     return grpc.method_handlers_generic_handler(service, {
@@ -194,10 +208,15 @@ def floor_handler() -> grpc.GenericRpcHandler:
 class ServerProcess:
     """The server child and its control channel (one request line, one ``@@ {json}`` answer line)."""
 
-    def __init__(self, args: argparse.Namespace, timeout_s: float = 120.0) -> None:
+    def __init__(self, args: argparse.Namespace, timeout_s: float = 120.0, port: int = 0,
+                 state_dir: Path | None = None) -> None:
         command = [sys.executable, str(Path(__file__).resolve()), "--serve", "--generator", args.generator,
                    "--npc", args.npc, "--sessions", str(args.sessions), "--steps", str(args.steps),
-                   "--overhead-steps", str(args.overhead_steps)]
+                   "--overhead-steps", str(args.overhead_steps), "--engine-workers", str(args.engine_workers),
+                   "--max-sessions", str(args.max_sessions), "--port", str(port),
+                   "--engine-nice", str(args.engine_nice)]
+        if state_dir is not None:
+            command += ["--state-dir", str(state_dir)]
         self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.timeout_s = timeout_s
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -232,6 +251,11 @@ class ServerProcess:
         since the last call; the ends are ``time.perf_counter()`` values (CLOCK_MONOTONIC on Linux, the
         same clock in both processes)."""
         return {(sid, step): tuple(times) for sid, step, *times in self.ask("engine")["steps"]}
+
+    def kill(self) -> None:
+        """SIGKILL, no shutdown at all (the fault phase's crash)."""
+        self.proc.kill()
+        self.proc.wait()
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -523,6 +547,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generator", default="procedural")
     parser.add_argument("--npc", default="idm")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
+    parser.add_argument("--faults", action="store_true",
+                        help="the fault phase (tools/load_faults.py): --fault-streams streams, --fault-active of "
+                             "them stepping --steps steps, a kill -9 and restart half way, vanishing clients")
+    parser.add_argument("--fault-streams", type=int, default=200)
+    parser.add_argument("--fault-active", type=int, default=32)
+    parser.add_argument("--fault-vanish", type=int, default=4, help="active clients that vanish mid-stream once")
+    parser.add_argument("--idle-streams", type=int, default=0,
+                        help="the idle phase: this many idle streams, then a new session must still be served")
+    parser.add_argument("--skip-overhead", action="store_true", help="no overhead phase")
+    parser.add_argument("--engine-workers", type=int, default=4, help="the server's --engine-workers")
+    parser.add_argument("--engine-nice", type=int, default=5, help="the server's ServerConfig.engine_nice")
+    parser.add_argument("--max-sessions", type=int, default=64, help="the server's --max-sessions (at least "
+                                                                      "--sessions + 8)")
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)  # the server child's
+    parser.add_argument("--state-dir", type=Path, default=None, help=argparse.SUPPRESS)  # the server child's
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the server child
     args = parser.parse_args(argv)
     if args.serve:
@@ -535,21 +574,38 @@ def main(argv: list[str] | None = None) -> int:
         else []
     modes = tuple(dict.fromkeys([*candidates, chosen]))
     config = session_config(args)
-    server = ServerProcess(args)
-    try:
-        figures: dict[str, Any] = {"config": {"generator": config.generator, "npc_policy": config.npc_policy}}
-        figures["overhead"] = overhead(server, config, args.overhead_steps, modes, max(args.rounds, 1),
-                                       args.time_limit_s, args.floor_bytes)
-        if not args.skip_load:
-            figures["load"] = load(server, config, args.sessions, args.steps, args.load_rpc, args.time_limit_s,
-                                   chosen)
-            figures["churn"] = churn(server, config, args.churn)
-    finally:
-        server.close()
+    args.max_sessions = max(args.max_sessions, args.sessions + 8, args.fault_streams + 8 if args.faults else 0,
+                            args.idle_streams + 8)
+    figures: dict[str, Any] = {"config": {"generator": config.generator, "npc_policy": config.npc_policy,
+                                          "engine_workers": args.engine_workers}}
+    if not (args.skip_overhead and args.skip_load):
+        server = ServerProcess(args)
+        try:
+            if not args.skip_overhead:
+                figures["overhead"] = overhead(server, config, args.overhead_steps, modes, max(args.rounds, 1),
+                                               args.time_limit_s, args.floor_bytes)
+            if not args.skip_load:
+                figures["load"] = load(server, config, args.sessions, args.steps, args.load_rpc,
+                                       args.time_limit_s, chosen)
+                figures["churn"] = churn(server, config, args.churn)
+        finally:
+            server.close()
+    from load_faults import faults, idle_capacity
+
+    def make_server(port: int, state_dir: Path | None) -> ServerProcess:
+        return ServerProcess(args, port=port, state_dir=state_dir)
+
+    if args.faults:
+        figures["faults"] = faults(make_server, config, args.fault_streams, args.fault_active, args.steps,
+                                   args.fault_vanish, args.time_limit_s)
+    if args.idle_streams:
+        figures["idle"] = idle_capacity(make_server, config, args.idle_streams)
     _print(figures)
     if args.out is not None:
         args.out.write_text(json.dumps(figures, indent=2, default=str) + "\n")
     failed = "load" in figures and (figures["load"]["errors"] or figures["churn"]["live_sessions_after"])
+    failed = failed or any(figures[k]["errors"] or figures[k]["live_sessions_after"] for k in ("faults", "idle")
+                           if k in figures)
     return 1 if failed else 0
 
 
@@ -562,7 +618,8 @@ def _print(f: dict[str, Any]) -> None:
                 f"{d['response_ms_p50']:.2f} ms; {d['paired']} steps; load avg {d['load_average']})")
 
     print(f"uptime: {_uptime()}")
-    for d in f["overhead"].values():
+    _print_faults(f)
+    for d in f.get("overhead", {}).values():
         if d["rpc"] == "floor":
             print(f"floor, {d['rounds']} x bare lock-step gRPC stream (spin {d['spin_ms_p50']:.2f} ms, "
                   f"{d['reply_bytes']} B replies): overhead {d['overhead_ms_p50']:.2f}/{d['overhead_ms_p99']:.2f} ms "
@@ -586,6 +643,35 @@ def _print(f: dict[str, Any]) -> None:
           f"live Python objects {c['python_objects_growth']:+d}")
     for e in lo["errors"][:5]:
         print("  error:", e)
+
+
+def _print_faults(f: dict[str, Any]) -> None:
+    if "faults" in f:
+        d, r = f["faults"], f["faults"]["restart"]
+        print(f"faults: {d['streams']} streams ({d['active']} active x {d['steps_per_session']} steps, {d['idle']} "
+              f"idle), kill -9 + restart at step ~{r.get('at_step_median', float('nan')):.0f} (down "
+              f"{r.get('downtime_s', float('nan')):.1f} s; recovered {r.get('recovered')}, lost {r.get('lost')}): "
+              f"{len(d['errors'])} errors; client {d['client_ms_p50']:.2f}/{d['client_ms_p99']:.2f} ms (p99 outside "
+              f"the restart {d['client_outside_restart_ms_p99']:.2f}), overhead "
+              f"above the engine step {d['overhead_ms_p50']:.2f}/{d['overhead_ms_p99']:.2f} ms (p50/p99, "
+              f"{d['paired']} steps; outside the restart {d['overhead_outside_restart_ms_p50']:.2f}/"
+              f"{d['overhead_outside_restart_ms_p99']:.2f}); health {d['health_ms_p50']:.1f}/{d['health_ms_p99']:.1f}/"
+              f"{d['health_ms_max']:.1f} ms (p50/p99/max, {d['checks']} checks outside the restart, "
+              f"{d['failures']} failed); {d['exactly_steps']}/{d['active']} sessions ended at exactly "
+              f"{d['steps_per_session']} steps; {d['vanished_exactly_once']}/{d['vanished']} vanished clients' "
+              f"resends answered exactly once; {d['idle_spoke_after_restart']}/{d['idle_opened']} idle sessions "
+              f"stepped after the restart; {d['replayed_steps']} kept replies served; {d['wall_s']:.0f} s")
+        for e in d["errors"][:5]:
+            print("  error:", e)
+    if "idle" in f:
+        d, nan = f["idle"], float("nan")
+        print(f"idle: {d['idle_opened']}/{d['idle_streams']} idle streams open; new session served: "
+              f"{d['new_session_served']} (create {d.get('new_session_create_ms', nan):.0f} ms, step "
+              f"{d.get('new_session_step_ms_p50', nan):.1f}/{d.get('new_session_step_ms_p99', nan):.1f}"
+              f" ms p50/p99); health {d['health_ms_p50']:.1f}/{d['health_ms_p99']:.1f}/{d['health_ms_max']:.1f} ms "
+              f"(p50/p99/max, {d['failures']} failed); {len(d['errors'])} errors")
+        for e in d["errors"][:5]:
+            print("  error:", e)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ TEST_DEFAULTS = SessionConfig(generator="test-straight", target_km=0.05)
 
 
 def server_config(**overrides: object) -> ServerConfig:
-    base = ServerConfig(port=0, http_port=None, session_defaults=TEST_DEFAULTS, max_workers=8,
+    base = ServerConfig(port=0, http_port=None, session_defaults=TEST_DEFAULTS, engine_workers=4,
                         grace_s=5.0)
     return dataclasses.replace(base, **overrides)
 

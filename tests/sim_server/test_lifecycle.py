@@ -152,8 +152,7 @@ def test_graceful_shutdown_finishes_the_step_in_flight() -> None:
         if not srv.ready:
             break
         stopper.join(0.01)
-    reply = srv.health.Check(health_pb2.HealthCheckRequest(service=""), None)
-    assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+    assert srv.health_status() == health_pb2.HealthCheckResponse.NOT_SERVING
     assert srv.manager.draining
     release.set()
     stepper.join(20.0)

@@ -28,6 +28,7 @@ from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.v1 import world_pb2
+from vectorworld.vehicle.commands import ControlCommand
 from vectorworld.wire import codec
 from vectorworld.wire import raw as wire_raw
 from vectorworld.wire import table as wire_table
@@ -209,12 +210,19 @@ def test_delta_replies_carry_only_changes_and_get_session_is_complete(client: Si
     assert len(reply.lanes) < len(reply.lane_ids) and not reply.agents and len(reply.agent_table.id) >= 1
     full = stub.GetSession(pb.GetSessionRequest(session_id=session.id, include_observation=True)).observation
     assert full.lane_delivery != world_pb2.LANE_DELIVERY_DELTA and [m.id for m in full.lanes] == list(reply.lane_ids)
-    # the raw Step moved the session past the client object: its next step is refused, resync() recovers
-    assert code_of(session.step) == grpc.StatusCode.ABORTED
-    assert session.resync().step == 1
+    # the raw Step (the same request) moved the session past the client object: its own step 0 answers the
+    # kept reply of that step (exactly once), a delta on the client's own step 0
     local = Session(dataclasses.replace(TEST_DEFAULTS, seed=3))
     local.reset()
-    local.step()
+    assert_observations_equal(session.step(), local.step())
+    assert stub.GetSession(pb.GetSessionRequest(session_id=session.id)).step == 1
+    # another command for step 1 moved it on: the client's step 1 is refused, resync() recovers
+    other = pb.StepRequest(session_id=session.id, expected_step=1)
+    other.command.control.accel_mps2 = 0.5
+    stub.Step(other)
+    assert code_of(session.step) == grpc.StatusCode.ABORTED
+    assert session.resync().step == 2
+    local.step(ControlCommand(0.5, 0.0))
     for _ in range(5):  # deltas keep applying on the complete set GetSession returned
         assert_observations_equal(session.step(), local.step())
 

@@ -22,7 +22,8 @@ def make_app() -> typer.Typer:
 def test_help_lists_the_options() -> None:
     result = CliRunner().invoke(make_app(), ["serve", "--help"])
     assert result.exit_code == 0
-    for option in ("--port", "--http-port", "--host", "--token", "--tls-cert", "--tls-key", "--max-sessions"):
+    for option in ("--port", "--http-port", "--host", "--token", "--tls-cert", "--tls-key", "--max-sessions",
+                   "--engine-workers", "--state-dir", "--no-journal"):
         assert option in result.output
 
 
@@ -34,3 +35,21 @@ def test_bad_input_exits_2() -> None:
     assert result.exit_code == 2 and "--tls-key" in result.output
     result = runner.invoke(make_app(), ["serve", "--port", "70000"])
     assert result.exit_code == 2
+    result = runner.invoke(make_app(), ["serve", "--engine-workers", "0"])
+    assert result.exit_code == 2 and "--engine-workers" in result.output
+    result = runner.invoke(make_app(), ["serve", "--no-journal", "--state-dir", "/tmp/x"])
+    assert result.exit_code == 2 and "--no-journal" in result.output
+
+
+def test_a_busy_grpc_port_is_one_line_and_exit_2(tmp_path) -> None:  # noqa: ANN001
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(make_app(), ["serve", "--port", str(port), "--http-port", "-1",
+                                                 "--state-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "in use" in errors[0] and "Traceback" not in result.output

@@ -157,13 +157,19 @@ def test_invalid_configs_name_the_field(stub) -> None:  # noqa: ANN001
         assert field_name in info.value.details(), (field_name, info.value.details())
 
 
-def test_stale_and_duplicate_steps_are_aborted(client: SimClient, stub) -> None:  # noqa: ANN001
+def test_resends_answer_the_kept_reply_and_stale_steps_are_aborted(client: SimClient, stub) -> None:  # noqa: ANN001
     session = client.create_session(seed=0)
     builtin = session_pb2.EgoCommand(builtin_planner=session_pb2.BuiltinPlannerCommand())
     request = pb.StepRequest(session_id=session.id, expected_step=0, command=builtin)
-    assert stub.Step(request).step == 1
+    first = stub.Step(request)
+    assert first.step == 1
+    again = stub.Step(request)  # the same request again (a lost reply): the same reply, not a second step
+    assert again.SerializeToString() == first.SerializeToString()
+    assert stub.GetSession(pb.GetSessionRequest(session_id=session.id)).step == 1
+    other = pb.StepRequest(session_id=session.id, expected_step=0,
+                           command=session_pb2.EgoCommand(control=session_pb2.ControlCommand(accel_mps2=1.0)))
     with pytest.raises(grpc.RpcError) as info:
-        stub.Step(request)  # the same request again: already applied
+        stub.Step(other)  # step 0 again with another command: a conflict
     assert info.value.code() == grpc.StatusCode.ABORTED
     assert dict(info.value.trailing_metadata())["vw-current-step"] == "1"
     assert code_of(lambda: stub.Step(pb.StepRequest(session_id=session.id, expected_step=7,

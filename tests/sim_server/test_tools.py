@@ -86,3 +86,23 @@ def test_load_test_compares_history_delivery(tmp_path: Path) -> None:
     assert full["paired"] == delta["paired"] == 7  # 14 steps, the first 7 left out (warm-up)
     # the same episode; the ego (in view at every step) alone sends 10 history entries (4 doubles each) less
     assert delta["reply_bytes_mean"] <= full["reply_bytes_mean"] - 10 * 32
+
+
+def test_load_test_fault_and_idle_phases_run_small(tmp_path: Path) -> None:
+    tool = _tool("load_test")
+    out = tmp_path / "faults.json"
+    assert tool.main(["--skip-overhead", "--skip-load", "--faults", "--fault-streams", "4", "--fault-active", "2",
+                      "--fault-vanish", "1", "--steps", "60", "--idle-streams", "4", "--generator", "test-straight",
+                      "--out", str(out)]) == 0
+    import json
+
+    figures = json.loads(out.read_text())
+    faults, idle = figures["faults"], figures["idle"]
+    assert faults["errors"] == [] and faults["live_sessions_after"] == 0
+    assert faults["restart"]["recovered"] == 4 and faults["restart"]["lost"] == 0  # every session rebuilt
+    assert faults["restart"]["at_step_median"] < 60  # the kill -9 landed mid-run
+    assert faults["exactly_steps"] == 2  # each active session ended at exactly 60 steps across it
+    assert faults["vanished"] == faults["vanished_exactly_once"] == 1
+    assert faults["idle_spoke_after_restart"] == faults["idle_opened"] == 2
+    assert faults["paired"] > 0 and faults["checks"] > 0  # (health latency and failures: measured, not asserted)
+    assert idle["new_session_served"] and idle["idle_opened"] == 4 and idle["errors"] == []

@@ -26,7 +26,7 @@ TEST_DEFAULTS = SessionConfig(generator="test-straight", target_km=0.05)
 
 @pytest.fixture
 def server():
-    srv = create_server(ServerConfig(port=0, http_port=None, session_defaults=TEST_DEFAULTS, max_workers=4))
+    srv = create_server(ServerConfig(port=0, http_port=None, session_defaults=TEST_DEFAULTS, engine_workers=2))
     try:
         yield srv
     finally:

@@ -27,7 +27,18 @@ def register(app: typer.Typer) -> None:
                                          help="Require 'authorization: Bearer <token>' on every call."),
         tls_cert: Path | None = typer.Option(None, "--tls-cert", help="PEM certificate chain (enables TLS)."),
         tls_key: Path | None = typer.Option(None, "--tls-key", help="PEM private key (with --tls-cert)."),
-        max_sessions: int = typer.Option(64, "--max-sessions", help="Live-session cap."),
+        max_sessions: int = typer.Option(64, "--max-sessions",
+                                         help="Live-session cap (streams waiting for a request cost no "
+                                              "thread; a session holds its world in memory)."),
+        engine_workers: int = typer.Option(4, "--engine-workers",
+                                           help="Threads that run engine steps (reset, step, observe, encode); "
+                                                "a slow step holds one of them only."),
+        state_dir: Path | None = typer.Option(None, "--state-dir",
+                                              help="Directory of session journals (sessions survive a restart "
+                                                   "or kill -9). Default: $XDG_STATE_HOME/vectorworld/sessions "
+                                                   "(~/.local/state/vectorworld/sessions)."),
+        no_journal: bool = typer.Option(False, "--no-journal",
+                                        help="Keep no journal: sessions end with the process."),
         idle_timeout: float = typer.Option(600.0, "--idle-timeout",
                                            help="Close sessions idle for this many seconds."),
         grace: float = typer.Option(10.0, "--grace", help="Seconds in-flight calls get at shutdown."),
@@ -41,7 +52,7 @@ def register(app: typer.Typer) -> None:
             import grpc  # noqa: F401
         except ImportError as err:
             raise fail("the server needs the 'serve' extra: pip install 'vectorworld[serve]'") from err
-        from sim_server.config import ServerConfig
+        from sim_server.config import ServerConfig, default_state_dir
         from sim_server.server import serve as run_server
         from vectorworld.sim.config import SessionConfig
 
@@ -52,16 +63,21 @@ def register(app: typer.Typer) -> None:
             config = ServerConfig(host=host, port=port, http_port=None if http_port < 0 else http_port,
                                   token=token, tls_cert=tls_cert, tls_key=tls_key, max_sessions=max_sessions,
                                   idle_timeout_s=idle_timeout, grace_s=grace, scenario_dir=scenario_dir,
+                                  engine_workers=engine_workers,
+                                  state_dir=None if no_journal else (state_dir or default_state_dir()),
                                   session_defaults=SessionConfig(generator=generator, npc_policy=npc)
                                   ).validate()
         except VectorWorldError as err:
             raise bad_input(err) from err
+        if no_journal and state_dir is not None:
+            raise fail("--state-dir and --no-journal contradict each other")
         logging.basicConfig(level=os.environ.get("VECTORWORLD_LOG", "INFO"),
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         typer.echo(f"vectorworld serve: gRPC {host}:{port}"
                    + (f", HTTP {host}:{http_port}" if http_port >= 0 else "")
-                   + (", token required" if token else "") + (", TLS" if tls_cert else ""), err=True)
+                   + (", token required" if token else "") + (", TLS" if tls_cert else "")
+                   + (f", journals in {config.state_dir}" if config.state_dir else ", no journal"), err=True)
         try:
             run_server(config)
-        except OSError as err:
-            raise fail(f"cannot start the server: {err}", 1) from err
+        except (OSError, VectorWorldError) as err:  # a busy port, an unusable state directory
+            raise fail(f"cannot start the server: {err}") from err

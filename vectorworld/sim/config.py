@@ -10,6 +10,7 @@ field path (``config.target_km``).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,9 +24,13 @@ MAX_OBSERVATION_RADIUS_M = 10_000.0
 MAX_STEPS = 10_000_000
 MAX_AGENT_CAPACITY = 1024
 MAX_EGO_START_SPEED_MPS = 60.0
+MAX_SEED = 2**63 - 1
+"""Seeds are int64-sized: the wire's uint64 seed above it is what a negative int64 becomes (a JavaScript -1
+arrives as 2^64 - 1), refused instead of silently running another episode."""
 
 _Check = tuple[str, Callable[[float], bool], str]
 _LIMITS: tuple[_Check, ...] = (
+    ("seed", lambda v: isinstance(v, numbers.Integral) and 0 <= v <= MAX_SEED, "an integer in [0, 2^63 - 1]"),
     ("target_km", lambda v: 0 < v <= MAX_TARGET_KM, f"a finite number in (0, {MAX_TARGET_KM:g}]"),
     ("observation_radius_m", lambda v: 0 < v <= MAX_OBSERVATION_RADIUS_M,
      f"a finite number in (0, {MAX_OBSERVATION_RADIUS_M:g}]"),

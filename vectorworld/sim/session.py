@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from policies.base import Policy, PolicyInput, make_policy
-from policies.ego import EgoPlanner, load_planner, share_idm_core
+from policies.ego import EgoPlanner, load_planner, reset_planner, share_idm_core
 from vectorworld import DT_S, geometry
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
 from vectorworld.generation import make_generator
@@ -94,7 +94,7 @@ class Session:
         self._reset_state()
         if self.npc_policy is not None:
             self.npc_policy.reset()
-        self.planner.reset()
+        reset_planner(self.planner)
         t0 = time.perf_counter()
         if self.scenario is not None:
             self._start_from_log()
