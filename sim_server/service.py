@@ -71,6 +71,7 @@ from sim_server.sessions import (
     ShuttingDownError,
 )
 from vectorworld import DT_S
+from vectorworld.data.sources import KINDS as SOURCE_KINDS
 from vectorworld.errors import (
     CommandError,
     ConfigError,
@@ -242,14 +243,14 @@ class SimulatorServicer:
             raise ConfigError("config.scenario: this server does not start sessions from scenarios "
                               "(start it with --scenario-dir)")
         kind, sep, rest = scenario.partition(":")
-        if not sep or kind not in ("womd", "nuplan"):
-            raise ConfigError(f"config.scenario {scenario[:200]!r} must be 'womd:FILE[#N]' or "
-                              f"'nuplan:FILE[#SCENE]' with FILE relative to the server's scenario directory")
+        if not sep or kind not in SOURCE_KINDS:
+            raise ConfigError(f"config.scenario {scenario[:200]!r} must be 'KIND:PATH[#SELECTOR]' with KIND one of "
+                              f"{', '.join(SOURCE_KINDS)} and PATH relative to the server's scenario directory")
         path, hash_sep, selector = rest.partition("#")
         base = Path(root).resolve()
         resolved = (base / path).resolve()
-        if not path or any(c in path for c in "*?[") or not resolved.is_relative_to(base) \
-                or not resolved.is_file():
+        exists = resolved.is_file() or (kind == "scenarionet" and resolved.is_dir())  # a ScenarioNet dataset folder
+        if not path or any(c in path for c in "*?[") or not resolved.is_relative_to(base) or not exists:
             raise ConfigError(f"config.scenario: {path[:200]!r} is not a file in the server's scenario "
                               f"directory")
         return dataclasses.replace(config, scenario=f"{kind}:{resolved}{hash_sep}{selector}")

@@ -262,8 +262,15 @@ def test_scenarios_are_confined_to_the_scenario_dir(tmp_path) -> None:  # noqa: 
                                  ServerMetrics(lambda: 0.0))
     ok = servicer._confine_scenario(dataclasses.replace(TEST_DEFAULTS, scenario="womd:a.tfrecord#2"))
     assert ok.scenario == f"womd:{(tmp_path / 'logs' / 'a.tfrecord').resolve()}#2"
+    (tmp_path / "logs" / "scene.json").write_bytes(b"")
+    (tmp_path / "logs" / "dataset").mkdir()
+    for accepted in ("gpudrive:scene.json", "scenarionet:dataset", "womd-example:a.tfrecord#0"):
+        kind, _, rest = accepted.partition(":")
+        path, sep, selector = rest.partition("#")
+        resolved = servicer._confine_scenario(dataclasses.replace(TEST_DEFAULTS, scenario=accepted))
+        assert resolved.scenario == f"{kind}:{(tmp_path / 'logs' / path).resolve()}{sep}{selector}"
     for bad in ("womd:../secret", f"womd:{tmp_path / 'secret'}", "womd:*.tfrecord", "/etc/passwd",
-                "womd:missing.tfrecord"):
+                "womd:missing.tfrecord", "gpudrive:dataset", "pickle:a.tfrecord"):
         with pytest.raises(ConfigError, match="config.scenario"):
             servicer._confine_scenario(dataclasses.replace(TEST_DEFAULTS, scenario=bad))
     closed = SimulatorServicer(manager, server_config(), ServerMetrics(lambda: 0.0))
