@@ -30,21 +30,14 @@ from vectorworld.generation.base import (
     make_generator,
     register_generator,
 )
+from vectorworld.generation.learned.candidates import choose_candidate
 from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
-from vectorworld.generation.learned.stitching import (
-    CandidateCheck,
-    StitchConfig,
-    check_candidate,
-    lanes_reference,
-    stitch,
-)
+from vectorworld.generation.learned.stitching import CandidateCheck, StitchConfig, lanes_reference, stitch
 from vectorworld.generation.learned.tile_context import TileContext, build_context
 from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
     EDGE_RIGHT,
     EDGE_SUCC,
-    HALF_TILE_M,
-    LANE_POINTS,
     MOTION_POINTS,
     MOTION_SCALE_M,
     NUM_AGENT_TYPES,
@@ -54,13 +47,16 @@ from vectorworld.generation.learned.tile_tensors import (
 from vectorworld.scene import AgentType, Lane
 
 if TYPE_CHECKING:
+    import torch
+
     from vectorworld.generation.learned.outpaint import OutpaintModel
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 """The shipped checkpoint folder (model.safetensors + config.json; ``ablations/`` holds the baselines)."""
-DEFAULT_STEPS = 4
-"""MeanFlow steps by default: the shipped (small-budget) checkpoint is not yet good at one step, where
-nearly every tile falls back to the procedural generator; 4 steps give valid tiles far more often."""
+DEFAULT_STEPS = 1
+"""MeanFlow steps by default: one network call (the one-step map u(z_1, 0, 1))."""
+DEFAULT_CANDIDATES = 2
+"""Candidates sampled per tile (one batched call); the filter checks them lazily, best first."""
 
 
 @dataclass(frozen=True)
@@ -68,13 +64,14 @@ class TileDiagnostics:
     """What happened in the last ``generate`` call (for the fidelity metrics of DESIGN §8).
 
     raw_gaps_m / stitched_gaps_m: endpoint gaps (m) over the winner's successor links (model-predicted edges
-    among new lanes, and port links) before and after stitching; valid_candidates: how many candidates
-    passed the filter; used_fallback: the procedural generator answered.
+    among new lanes, and port links) after decoding (Bézier, port pinning) and after stitching; checked:
+    candidates the filter looked at (lazily, best first, up to the first valid); used_fallback: the
+    procedural generator answered.
     """
 
     raw_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stitched_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    valid_candidates: int = 0
+    checked: int = 0
     candidates: int = 0
     used_fallback: bool = False
     decoded_agents: int = 0
@@ -91,8 +88,8 @@ class LearnedTileGenerator(TileGenerator):
     name = "learned"
 
     def __init__(self, checkpoint: str | Path | None = None, sampler: str = "meanflow", steps: int = DEFAULT_STEPS,
-                 candidates: int = 4, exist_threshold: float = 0.5, fallback: str = "procedural",
-                 num_threads: int | None = None, model: OutpaintModel | None = None,
+                 candidates: int = DEFAULT_CANDIDATES, exist_threshold: float = 0.5, fallback: str = "procedural",
+                 num_threads: int | None = 1, model: OutpaintModel | None = None,
                  stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None
                  ) -> None:
         from vectorworld.errors import ConfigError
@@ -139,9 +136,6 @@ class LearnedTileGenerator(TileGenerator):
     def generate(self, request: TileRequest) -> TileContent:
         import torch
 
-        from vectorworld.generation.learned.outpaint import SamplerConfig
-        from vectorworld.generation.learned.vae import batch_to_torch
-
         model = self.model
         vae_cfg = model.vae.config
         ctx = build_context(request, vae_cfg.max_lanes, vae_cfg.max_agents)
@@ -151,43 +145,51 @@ class LearnedTileGenerator(TileGenerator):
                 self.last_diagnostics = TileDiagnostics()
                 return self.first_tile(request.frame, request.lane_ids, request.rng)
             return self._fall_back(request, TileDiagnostics(used_fallback=True))
-        sampler = SamplerConfig(self.sampler_name, self.steps, self.candidates)
         threads = torch.get_num_threads()
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
         try:
+            decoded, z = self._sample(ctx, seed)
+            frontier = ~ctx.tiles.lane_cond
+            known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
+            choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
+                                      list(ctx.ports), known, self.stitch_config, self.exist_threshold)
+            if not choice.valid:
+                return self._fall_back(request, TileDiagnostics(candidates=self.candidates,
+                                                                checked=choice.checked, used_fallback=True))
             with torch.inference_mode():
-                batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]})
-                decoded, z = model.outpaint(batch, sampler, torch.Generator().manual_seed(seed))
-                lane_feat = decoded["lane_feat"].numpy()
-                lane_prob = torch.sigmoid(decoded["lane_logit"]).numpy()
-                agent_feat = decoded["agent_feat"].numpy()
-                agent_prob = torch.sigmoid(decoded["agent_logit"]).numpy()
-                frontier = ~ctx.tiles.lane_cond
-                known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
-                lanes = lane_feat.reshape(len(lane_feat), -1, LANE_POINTS, 2) * HALF_TILE_M
-                checks, slots = [], []
-                for c in range(len(lanes)):
-                    finite = np.isfinite(lanes[c]).all((1, 2))
-                    slot = np.flatnonzero(frontier & finite & (lane_prob[c] > self.exist_threshold))
-                    slots.append(slot)
-                    checks.append(check_candidate(lanes[c, slot], list(ctx.ports), known, self.stitch_config))
-                best = max(range(len(checks)), key=lambda c: (checks[c].score(), -c))
-                n_valid = sum(ch.valid for ch in checks)
-                if not checks[best].valid:
-                    return self._fall_back(request, TileDiagnostics(candidates=len(checks), used_fallback=True))
-                edge_types = model.vae.decode(z[best:best + 1])["edge_logits"][0].argmax(-1).numpy()
+                edge_logits = model.vae.decode(z[choice.index:choice.index + 1])["edge_logits"][0]
+            edge_types = edge_logits.argmax(-1).numpy()
         finally:
             torch.set_num_threads(threads)
-        check, slot = checks[best], slots[best][checks[best].keep]
-        raw = lanes[best, slot]
-        stitched = stitch(lanes[best, slots[best]], check, list(ctx.ports), self.stitch_config)
+        check = choice.check
+        slot = choice.slots[check.keep]
+        raw = choice.lanes[check.keep]
+        stitched = stitch(choice.lanes, check, list(ctx.ports), self.stitch_config)
+        c = choice.index
         content, diag = self._assemble(request, ctx, raw, stitched, check, slot, edge_types,
-                                       agent_feat[best], agent_prob[best])
+                                       decoded["agent_feat"][c], decoded["agent_prob"][c])
         self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
-                                                valid_candidates=n_valid, candidates=len(checks),
+                                                checked=choice.checked, candidates=self.candidates,
                                                 decoded_agents=diag[2], kept_agents=len(content.agents))
         return content
+
+    def _sample(self, ctx: TileContext, seed: int) -> tuple[dict[str, np.ndarray], torch.Tensor]:
+        """Sample the candidates of one context in one batched network call per step; numpy outputs."""
+        import torch
+
+        from vectorworld.generation.learned.outpaint import SamplerConfig
+        from vectorworld.generation.learned.vae import batch_to_torch
+
+        sampler = SamplerConfig(self.sampler_name, self.steps, self.candidates)
+        with torch.inference_mode():
+            batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]})
+            decoded, z = self.model.outpaint(batch, sampler, torch.Generator().manual_seed(seed))
+            out = {"lane_feat": decoded["lane_feat"].numpy(),
+                   "lane_prob": torch.sigmoid(decoded["lane_logit"]).numpy(),
+                   "agent_feat": decoded["agent_feat"].numpy(),
+                   "agent_prob": torch.sigmoid(decoded["agent_logit"]).numpy()}
+        return out, z
 
     def _assemble(self, request: TileRequest, ctx: TileContext, raw: np.ndarray, stitched: list[np.ndarray],
                   check: CandidateCheck,
@@ -205,14 +207,16 @@ class LearnedTileGenerator(TileGenerator):
         speed = np.full(n, 13.9)
         links: list[tuple[int, int]] = []
         port_gaps_raw, port_gaps = [], []
-        for port_index, lane in check.port_lane.items():
-            port = request.ports[port_index]
-            local = next(p for p in ctx.ports if p.index == port_index)
-            width[lane], speed[lane] = port.width_m, port.speed_limit_mps
-            end = 0 if port.is_out else -1
+        for port_pos, lane in check.port_links:
+            local = ctx.ports[port_pos]
+            known_lane = request.graph[local.lane_id]
+            width[lane], speed[lane] = known_lane.width_m, known_lane.speed_limit_mps
+            end = 0 if local.is_out else -1
             port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
             port_gaps.append(float(np.linalg.norm(stitched[lane][end] - local.xy)))
-            links.append((port.lane_id, ids[lane]) if port.is_out else (ids[lane], port.lane_id))
+            link = (local.lane_id, ids[lane]) if local.is_out else (ids[lane], local.lane_id)
+            if link not in links:
+                links.append(link)
         model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[slot[i], slot[j]] == EDGE_SUCC]
         raw_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ] + port_gaps_raw
         stitched_gaps = [float(np.linalg.norm(stitched[i][-1] - stitched[j][0])) for i, j in model_succ]
