@@ -26,7 +26,6 @@ Exact recipe of the shipped checkpoint (``vectorworld/generation/learned/weights
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -39,7 +38,7 @@ from vectorworld.generation.learned.egr_dit import DiTConfig  # noqa: E402
 from vectorworld.generation.learned.meanflow import MeanFlowConfig  # noqa: E402
 from vectorworld.generation.learned.tile_tensors import TileTensors  # noqa: E402
 from vectorworld.generation.learned.vae import VAEConfig  # noqa: E402
-from vectorworld.train.generator_run import RunConfig, run_training  # noqa: E402
+from vectorworld.train.generator_run import RunConfig, run_training, write_record  # noqa: E402
 from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, save_corpus  # noqa: E402
 from vectorworld.train.tile_data import load_training_tiles  # noqa: E402
 
@@ -130,18 +129,11 @@ def main() -> None:
           f"threads {torch.get_num_threads()}", flush=True)
     run = run_training(tiles, heldout, config, args.out, resume=args.resume,
                        max_seconds=args.max_minutes * 60.0 - (time.perf_counter() - start), log=log)
-    record = {"recipe": " ".join(sys.argv[1:]), "device": device, "threads": args.threads,
-              "corpus_tiles": int(len(tiles["lane_valid"])), "heldout_tiles": len(heldout),
-              "batch_size": args.batch_size, "vae_steps_done": run.vae_trainer.step,
-              "dit_steps_done": 0 if run.dit_trainer is None else run.dit_trainer.step,
-              "wall_s": run.state.wall_s, "stage": run.state.stage, "curve": run.state.curve,
-              "vae_history": run.vae_trainer.history,
-              "dit_history": [] if run.dit_trainer is None else run.dit_trainer.history,
-              "config": config.to_dict()}
-    (args.out / "train_log.json").write_text(json.dumps(record, indent=1, default=float))
+    write_record(run, " ".join(sys.argv[1:]))
     png = plot_curve(run.state.curve, args.out / "curve.png")
-    print(f"stopped at stage {run.state.stage}: vae {record['vae_steps_done']} / dit {record['dit_steps_done']} "
-          f"steps, {run.state.wall_s:.0f} s of training; curve {png}", flush=True)
+    dit_steps = 0 if run.dit_trainer is None else run.dit_trainer.step
+    print(f"stopped at stage {run.state.stage}: vae {run.vae_trainer.step} / dit {dit_steps} steps, "
+          f"{run.state.wall_s:.0f} s of training; curve {png}", flush=True)
 
 
 if __name__ == "__main__":

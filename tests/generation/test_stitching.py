@@ -27,7 +27,7 @@ def test_valid_candidate_is_stitched_exactly() -> None:
     config = StitchConfig()
     check = check_candidate(lanes, PORTS, KNOWN, config)
     assert check.valid, check
-    assert check.port_lane == {0: 0, 1: 1} and check.successors == [(1, 2)]
+    assert check.port_links == [(0, 0), (1, 1)] and check.successors == [(1, 2)]
     out = stitch(lanes, check, PORTS, config)
     assert np.array_equal(out[0][0], PORTS[0].xy) and np.array_equal(out[1][0], PORTS[1].xy)
     assert np.linalg.norm(out[1][-1] - out[2][0]) <= 1e-9

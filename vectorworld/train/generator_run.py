@@ -286,3 +286,25 @@ def run_training(tiles: Tiles, heldout: list[TileTensors], config: RunConfig, ou
         run.load()
     run.run(max_seconds, stop_after_steps, log)
     return run
+
+
+def run_record(run: GeneratorRun, recipe: str = "", threads: int | None = None) -> dict[str, object]:
+    """What a run did, for ``train_log.json``: corpus size, steps, batch, wall time, the curve, the config."""
+    return {"recipe": recipe, "device": run.config.device,
+            "threads": torch.get_num_threads() if threads is None else threads,
+            "corpus_tiles": int(len(run.tiles["lane_valid"])), "heldout_tiles": len(run.heldout),
+            "batch_size": run.config.batch_size, "vae_steps_done": run.vae_trainer.step,
+            "dit_steps_done": 0 if run.dit_trainer is None else run.dit_trainer.step,
+            "wall_s": run.state.wall_s, "stage": run.state.stage, "curve": run.state.curve,
+            "vae_history": run.vae_trainer.history,
+            "dit_history": [] if run.dit_trainer is None else run.dit_trainer.history,
+            "config": run.config.to_dict()}
+
+
+def write_record(run: GeneratorRun, recipe: str = "") -> Path:
+    """Write :func:`run_record` to ``<out>/train_log.json``."""
+    import json
+
+    path = run.out / "train_log.json"
+    path.write_text(json.dumps(run_record(run, recipe), indent=1, default=float))
+    return path

@@ -7,6 +7,7 @@ both measure the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,11 +58,12 @@ def candidate_order(lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarr
 
 def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarray,
                      ports: list[FrontierPort], known: KnownLanes, config: StitchConfig,
-                     threshold: float = 0.5) -> Choice:
+                     threshold: float = 0.5, accept: Callable[[np.ndarray], bool] | None = None) -> Choice:
     """The first valid candidate in best-first order, or (none valid) the best-scoring one.
 
     lane_feat (C, L, 8), lane_prob (C, L): decoded candidates; hints (L, 6): port hints of the slots;
-    frontier (L,) bool: the generated slots; ports / known: the tile's ports and known lanes.
+    frontier (L,) bool: the generated slots; ports / known: the tile's ports and known lanes; ``accept``:
+    an extra condition on a valid candidate's kept lanes (n, 20, 2) (the first tile needs a road along +x).
     """
     best: Choice | None = None
     checked = 0
@@ -71,6 +73,8 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
         finite = np.isfinite(lanes).all((1, 2))
         slots = np.flatnonzero(frontier & finite & (lane_prob[c] > threshold))
         check = check_candidate(lanes[slots], ports, known, config)
+        if check.valid and accept is not None and not accept(lanes[slots][check.keep]):
+            check.dangling += 1  # not acceptable: ranks like an invalid candidate
         choice = Choice(int(c), slots, lanes[slots], check, checked)
         if check.valid:
             return choice

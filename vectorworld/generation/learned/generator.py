@@ -5,8 +5,9 @@ candidate completions in one network call per step, decode them, keep the best c
 validity filter (ports continued, no dangling ends, no duplicate of a known lane), stitch it exactly onto
 the ports and its own junctions, and spawn the decoded agents that pass the spawn filter (warm start: each
 spawn carries its decoded motion code). When no candidate is valid the procedural generator answers
-(``used_fallback=True``). A tile without any known lane (the first tile) also comes from the procedural
-generator: there is nothing to outpaint from.
+(``used_fallback=True``). The first tile is generated from nothing (the model was trained with a share of
+tiles without any condition) and must hold a road through its centre along +x; a frontier tile without
+any known lane in reach falls back.
 
 This module imports quickly: torch and the weights load lazily on the first ``generate``.
 """
@@ -38,13 +39,15 @@ from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
     EDGE_RIGHT,
     EDGE_SUCC,
+    HINT_FEATURES,
     MOTION_POINTS,
     MOTION_SCALE_M,
     NUM_AGENT_TYPES,
     decode_agent_state,
+    empty_tile,
     stack_tiles,
 )
-from vectorworld.scene import AgentType, Lane
+from vectorworld.scene import AgentType, Lane, LaneGraph
 
 if TYPE_CHECKING:
     import torch
@@ -78,6 +81,20 @@ class TileDiagnostics:
     kept_agents: int = 0
 
 
+FIRST_TILE_CLEAR_M = 12.0
+"""No decoded agent within this of the first 8 points of a +x road of the first tile (the ego starts there)."""
+
+
+def _along_x(lane: np.ndarray, max_rad: float = 0.5) -> bool:
+    d = lane[2] - lane[0]
+    return abs(float(np.arctan2(d[1], d[0]))) < max_rad
+
+
+def _has_start_road(lanes: np.ndarray) -> bool:
+    """A first tile needs a lane starting along +x (within 0.5 rad) that passes within 6 m of the centre."""
+    return any(_along_x(lane) and float(np.linalg.norm(lane, axis=-1).min()) < 6.0 for lane in lanes)
+
+
 _AGENT_TYPES = np.array([AgentType.VEHICLE, AgentType.PEDESTRIAN, AgentType.CYCLIST, AgentType.OTHER], np.int8)
 
 
@@ -90,8 +107,8 @@ class LearnedTileGenerator(TileGenerator):
     def __init__(self, checkpoint: str | Path | None = None, sampler: str = "meanflow", steps: int = DEFAULT_STEPS,
                  candidates: int = DEFAULT_CANDIDATES, exist_threshold: float = 0.5, fallback: str = "procedural",
                  num_threads: int | None = 1, model: OutpaintModel | None = None,
-                 stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None
-                 ) -> None:
+                 stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
+                 learned_first_tile: bool = True) -> None:
         from vectorworld.errors import ConfigError
 
         if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1:
@@ -101,6 +118,7 @@ class LearnedTileGenerator(TileGenerator):
         self.sampler_name, self.steps, self.candidates = sampler, steps, candidates
         self.exist_threshold = exist_threshold
         self.fallback_name = fallback
+        self.learned_first_tile = learned_first_tile
         self.num_threads = num_threads
         self.stitch_config = stitch_config or StitchConfig()
         self.spawn_config = spawn_config or SpawnFilterConfig()
@@ -125,7 +143,53 @@ class LearnedTileGenerator(TileGenerator):
         return self._fallback
 
     def first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator) -> TileContent:
-        return self.fallback.first_tile(frame, lane_ids, rng)
+        """The start tile, generated from nothing (every token free, no ports) when ``learned_first_tile``;
+        it must hold a road through the tile centre along +x. Otherwise, or when no candidate qualifies,
+        the fallback generator's first tile (``used_fallback``)."""
+        if not self.learned_first_tile:
+            return self.fallback.first_tile(frame, lane_ids, rng)
+        import torch
+
+        cfg = self.model.vae.config
+        ctx = TileContext(tiles=empty_tile(cfg.max_lanes, cfg.max_agents), known_ids=(), known_points=(),
+                          ports=(), hints=np.zeros((cfg.max_lanes, HINT_FEATURES), np.float32))
+        request = TileRequest(frame=frame, ports=(), graph=LaneGraph(), lane_ids=lane_ids, rng=rng)
+        seed = int(rng.integers(0, 2**62))
+        threads = torch.get_num_threads()
+        if self.num_threads is not None:
+            torch.set_num_threads(self.num_threads)
+        try:
+            decoded, z = self._sample(ctx, seed)
+            known = lanes_reference(np.zeros((0, 20, 2)))
+            choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints,
+                                      np.ones(cfg.max_lanes, bool), [], known, self.stitch_config,
+                                      self.exist_threshold, accept=_has_start_road)
+            if not choice.valid:
+                content = self.fallback.first_tile(frame, lane_ids, rng)
+                self.last_diagnostics = TileDiagnostics(candidates=self.candidates, checked=choice.checked,
+                                                        used_fallback=True)
+                return TileContent(content.lanes, content.links, content.agents, used_fallback=True)
+            with torch.inference_mode():
+                edge_types = self.model.vae.decode(z[choice.index:choice.index + 1])["edge_logits"][0]
+        finally:
+            torch.set_num_threads(threads)
+        check = choice.check
+        stitched = stitch(choice.lanes, check, [], self.stitch_config)
+        content, diag = self._assemble(request, ctx, choice.lanes[check.keep], stitched, check,
+                                       choice.slots[check.keep], edge_types.argmax(-1).numpy(),
+                                       decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
+        clear = np.ones(len(content.agents), bool)   # keep the start of the +x roads clear for the ego
+        for lane in stitched:
+            if _along_x(lane):
+                start = lane[:8]
+                local = frame.to_local(content.agents.xy)
+                near = np.linalg.norm(local[:, None] - start[None], axis=-1).min(1) < FIRST_TILE_CLEAR_M
+                clear &= ~near
+        content = TileContent(content.lanes, content.links, content.agents.select(clear))
+        self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
+                                                checked=choice.checked, candidates=self.candidates,
+                                                decoded_agents=diag[2], kept_agents=len(content.agents))
+        return content
 
     def _fall_back(self, request: TileRequest, diagnostics: TileDiagnostics) -> TileContent:
         self.last_diagnostics = diagnostics

@@ -143,8 +143,10 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
                     first: np.ndarray | None = None) -> np.ndarray:
     """Which lanes (K, P, 2) to drop (K,) bool: a lane is a duplicate if more than ``overlap_fraction`` of
     its probed vertices lie close to and aligned with a known lane, or with a lane kept before it; shorter
-    than ``min_length_m`` counts as a duplicate too. Lanes flagged in ``first`` (K,) bool are considered
-    first (the ones continuing a port: of two overlapping lanes the one that closes a port stays)."""
+    than ``min_length_m`` counts as a duplicate too. Lanes flagged in ``first`` (K,) bool (the ones closing a
+    required port) are considered first, so of two overlapping lanes the one that closes a port stays; they
+    are never duplicates of a known lane, and duplicates of another lane only if both ends coincide (two
+    ports merging into one lane are two lanes)."""
     k, p = lanes.shape[:2]
     if k == 0:
         return np.zeros(0, bool)
@@ -152,9 +154,10 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     probe, probe_yaw = lanes[:, _PROBE].reshape(-1, 2), yaw[:, _PROBE].reshape(-1)
     per_lane = len(range(p)[_PROBE])
     drop = geometry.polyline_lengths(lanes)[:, -1] < config.min_length_m
-    if len(known.points):
+    if len(known.points):  # a lane that closes a port is kept even where it runs along a known lane (a merge)
         hit = _near_aligned(probe, probe_yaw, known.points, known.headings, config).any(1)
-        drop |= hit.reshape(k, per_lane).mean(1) > config.overlap_fraction
+        dup_known = hit.reshape(k, per_lane).mean(1) > config.overlap_fraction
+        drop |= dup_known if first is None else dup_known & ~first
     near = _near_aligned(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
     # fraction[i, j]: share of lane i's probes near lane j (reduce over j's vertices, then i's probes)
     fraction = near.reshape(k, per_lane, k, p).any(3).mean(1)
@@ -163,7 +166,12 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     for i in order:
         if drop[i]:
             continue
-        if kept and np.any(fraction[i, kept] > config.overlap_fraction):
+        dup = fraction[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
+        if first is not None and first[i] and dup.any():  # a port closer only duplicates a lane on its ends
+            same = ((np.linalg.norm(lanes[kept, 0] - lanes[i, 0], axis=-1) < config.connect_m)
+                    & (np.linalg.norm(lanes[kept, -1] - lanes[i, -1], axis=-1) < config.connect_m))
+            dup &= same
+        if dup.any():
             drop[i] = True
             continue
         kept.append(i)
