@@ -114,12 +114,12 @@ def _near_aligned(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, 
                   config: StitchConfig) -> np.ndarray:
     """(S, M) bool: probe point s lies within ``overlap_m`` of point m with headings within
     ``connect_yaw_rad`` -- one 2-D distance matrix, no per-lane-pair 4-D tensor."""
-    d2 = ((probe[:, None, :] - points[None, :, :]) ** 2).sum(-1)
+    d2 = (probe * probe).sum(-1)[:, None] + (points * points).sum(-1)[None, :] - 2.0 * probe @ points.T
     close = d2 < config.overlap_m ** 2
-    if not close.any():
-        return close
-    aligned = np.abs(geometry.wrap_angle(probe_yaw[:, None] - yaw[None, :])) < config.connect_yaw_rad
-    return close & aligned
+    rows, cols = np.nonzero(close)
+    if len(rows):  # headings only where close (a small share of the pairs)
+        close[rows, cols] = np.abs(geometry.wrap_angle(probe_yaw[rows] - yaw[cols])) < config.connect_yaw_rad
+    return close
 
 
 def lanes_reference(lanes: np.ndarray) -> KnownLanes:

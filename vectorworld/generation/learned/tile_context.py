@@ -152,17 +152,20 @@ def _ports(request: TileRequest, near: list[int], margin_m: float, min_x_m: floa
                                   is_out=port.is_out, lane_id=port.lane_id,
                                   required=bool(xy[0] >= min_x_m
                                                 and np.max(np.abs(xy)) <= HALF_TILE_M - required_margin_m)))
-    for lane_id in near:
-        lane = request.graph[lane_id]
-        for is_out in (True, False):
-            if (lane_id, is_out) in seen:
+    if not near:
+        return ports
+    lanes = [request.graph[lane_id] for lane_id in near]
+    ends = np.stack([np.stack([lane.points[-1], lane.points[-2], lane.points[0], lane.points[1]])
+                     for lane in lanes])                                            # (N, 4, 2)
+    local = frame.to_local(ends.reshape(-1, 2)).reshape(-1, 4, 2)
+    inside = np.max(np.abs(local[:, [0, 2]]), -1) <= HALF_TILE_M - margin_m      # (N, 2): end, start
+    for k, is_out, a, b in ((0, True, 1, 0), (1, False, 2, 3)):
+        for n in np.flatnonzero(inside[:, k]):
+            if (near[n], is_out) in seen:
                 continue
-            xy, yaw = lane.end_pose if is_out else lane.start_pose
-            local = frame.to_local(np.asarray(xy, np.float64))
-            if np.max(np.abs(local)) > HALF_TILE_M - margin_m:
-                continue
-            ports.append(FrontierPort(index=-1, xy=local, yaw=float(geometry.wrap_angle(yaw - frame.yaw)),
-                                      is_out=is_out, required=False, lane_id=lane_id))
+            d = local[n, b] - local[n, a]
+            ports.append(FrontierPort(index=-1, xy=local[n, 0 if is_out else 2], yaw=float(np.arctan2(d[1], d[0])),
+                                      is_out=is_out, required=False, lane_id=near[n]))
     return ports
 
 
