@@ -37,10 +37,12 @@ def test_valid_candidate_is_stitched_exactly() -> None:
 
 
 def test_dangling_end_and_missing_port_are_invalid() -> None:
-    config = StitchConfig()
+    config = StitchConfig(prune_spurs=False)
     dangling = np.stack([_line((0.5, 0.0), (31.0, 0.0)), _line((0.3, 3.5), (12.0, 3.5))])
     check = check_candidate(dangling, PORTS, KNOWN, config)
     assert not check.valid and check.dangling == 1 and check.unmatched_ports == 0
+    pruned = check_candidate(dangling, PORTS, KNOWN, StitchConfig())   # pruning the spur opens port 1
+    assert not pruned.valid and pruned.dangling == 0 and pruned.unmatched_ports == 1
     missing = np.stack([_line((0.5, 0.0), (31.0, 0.0))])
     check = check_candidate(missing, PORTS, KNOWN, config)
     assert not check.valid and check.unmatched_ports == 1
@@ -59,3 +61,12 @@ def test_isolated_debris_is_dropped_not_fatal() -> None:
                       _line((10.0, 15.0), (16.0, 18.0))])              # touches nothing
     check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
     assert check.valid and check.keep.tolist() == [0, 1]
+
+
+def test_spurs_are_pruned_when_the_ports_stay_continued() -> None:
+    lanes = np.stack([_line((0.5, 0.0), (31.0, 0.0)), _line((0.5, 3.5), (31.0, 3.5)),
+                      _line((10.0, 0.5), (18.0, 9.0)),                 # leaves lane 0's middle, ends nowhere
+                      _line((18.0, 9.0), (20.0, 14.0))])               # continues the spur, ends nowhere too
+    assert not check_candidate(lanes, PORTS, KNOWN, StitchConfig(prune_spurs=False)).valid
+    check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
+    assert check.valid and check.keep.tolist() == [0, 1] and check.dangling == 0

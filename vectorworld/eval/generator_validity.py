@@ -6,6 +6,9 @@ these pass rates are the filter's own test.
   answers exactly as the learned generator's candidates are checked (same context, ports and known lanes);
 * :func:`tiles_pass_rate`: partitioned tiles (a corpus or a dataset build), their frontier lanes checked
   against the ports of :func:`~vectorworld.generation.learned.tile_context.tile_ports`.
+
+Both use the strict filter by default (``prune_spurs`` off: a dangling end fails the tile rather than
+being pruned), so a dangling ground-truth lane counts against the filter.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ def streaming_pass_rate(generator: str = "procedural", worlds: int = 4, tiles_pe
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
 
     rate = PassRate()
-    spy = _Checked(make_generator(generator), rate, config or StitchConfig())
+    spy = _Checked(make_generator(generator), rate, config or StitchConfig(prune_spurs=False))
     rng = np.random.default_rng(seed)
     for _ in range(worlds):
         world = StreamingWorld(spy, rng, WorldConfig(max_tiles_per_update=1, retention_m=1e9))
@@ -104,7 +107,7 @@ def streaming_pass_rate(generator: str = "procedural", worlds: int = 4, tiles_pe
 def tiles_pass_rate(tiles: dict[str, np.ndarray], config: StitchConfig | None = None) -> PassRate:
     """Check the frontier lanes of every partitioned tile (stacked TileTensors fields) against its ports.
     Build the tiles at a capacity that holds every lane (a tile cut at capacity loses lanes and dangles)."""
-    config = config or StitchConfig()
+    config = config or StitchConfig(prune_spurs=False)
     rate = PassRate()
     for i in range(len(tiles["lane_valid"])):
         tile = TileTensors(**{k: v[i] for k, v in tiles.items()})

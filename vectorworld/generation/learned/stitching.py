@@ -33,6 +33,10 @@ class StitchConfig:
     overlap_m: float = 1.2
     overlap_fraction: float = 0.5
     min_length_m: float = 3.0
+    prune_spurs: bool = True
+    """Drop new lanes with a dangling end (repeatedly: a lane left dangling by that goes too) instead of
+    rejecting the candidate; the verdict then rests on the ports still being continued. Off: the strict
+    filter (any dangling end rejects), used to test the filter on ground truth."""
 
 
 @dataclass(frozen=True)
@@ -183,14 +187,18 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
     """Check one candidate's new lanes (K, P, 2) (tile frame) against ports and known lanes.
 
     Duplicates (of known lanes or of each other) and too-short lanes are dropped first. Lanes connected to
-    nothing at either end (no port, no other new lane, away from the border) are then dropped as debris;
-    any other dangling end, or a port no lane continues, makes the candidate invalid.
+    nothing at either end (no port, no other new lane, away from the border) are then dropped as debris,
+    and with ``prune_spurs`` every lane with a dangling end; any dangling end left, or a port no lane
+    continues, makes the candidate invalid.
     """
     keep = np.flatnonzero(~duplicate_lanes(lanes, known, config, _touches_required(lanes, ports, config)))
-    check, isolated = _connect(lanes[keep], ports, config)
+    check, dangling, isolated = _connect(lanes[keep], ports, config)
     if isolated.any():
         keep = keep[~isolated]
-        check, _ = _connect(lanes[keep], ports, config)
+        check, dangling, _ = _connect(lanes[keep], ports, config)
+    while config.prune_spurs and dangling.any() and not dangling.all():
+        keep = keep[~dangling]
+        check, dangling, _ = _connect(lanes[keep], ports, config)
     check.keep = keep
     return check
 
@@ -206,14 +214,14 @@ def _touches_required(lanes: np.ndarray, ports: list[FrontierPort], config: Stit
 
 
 def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
-             ) -> tuple[CandidateCheck, np.ndarray]:
+             ) -> tuple[CandidateCheck, np.ndarray, np.ndarray]:
     """Port links, successor joints and dangling ends of the kept lanes (K, P, 2); also which kept lanes
-    touch nothing at either end (K,) bool."""
+    dangle at an end, and which at both ends (touch nothing), each (K,) bool."""
     check = CandidateCheck(keep=np.arange(len(kept)))
     n = len(kept)
     if n == 0:
         check.unmatched_ports = sum(p.required for p in ports)
-        return check, np.zeros(0, bool)
+        return check, np.zeros(0, bool), np.zeros(0, bool)
     starts, ends = kept[:, 0], kept[:, -1]
     start_yaw, end_yaw = _end_yaws(kept, False), _end_yaws(kept, True)
     tol = config.connect_yaw_rad
@@ -238,7 +246,7 @@ def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
     start_ok = start_used | joined.any(0) | (border_distance(starts) < config.border_m)
     end_ok = end_used | joined.any(1) | (border_distance(ends) < config.border_m)
     check.dangling = int((~start_ok).sum() + (~end_ok).sum())
-    return check, ~start_ok & ~end_ok
+    return check, ~start_ok | ~end_ok, ~start_ok & ~end_ok
 
 
 def _blend(points: np.ndarray, d_start: np.ndarray, d_end: np.ndarray) -> np.ndarray:
