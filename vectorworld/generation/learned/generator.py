@@ -170,13 +170,14 @@ class LearnedTileGenerator(TileGenerator):
                                                         used_fallback=True)
                 return TileContent(content.lanes, content.links, content.agents, used_fallback=True)
             with torch.inference_mode():
-                edge_types = self.model.vae.decode(z[choice.index:choice.index + 1])["edge_logits"][0]
+                edge_types = self.model.vae.decode_edges(z[choice.index:choice.index + 1],
+                                                         torch.as_tensor(choice.slots[choice.check.keep]))
         finally:
             torch.set_num_threads(threads)
         check = choice.check
         stitched = stitch(choice.lanes, check, [], self.stitch_config)
         content, diag = self._assemble(request, ctx, choice.lanes[check.keep], stitched, check,
-                                       choice.slots[check.keep], edge_types.argmax(-1).numpy(),
+                                       edge_types.argmax(-1).numpy(),
                                        decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
         clear = np.ones(len(content.agents), bool)   # keep the start of the +x roads clear for the ego
         for lane in stitched:
@@ -222,16 +223,16 @@ class LearnedTileGenerator(TileGenerator):
                 return self._fall_back(request, TileDiagnostics(candidates=self.candidates,
                                                                 checked=choice.checked, used_fallback=True))
             with torch.inference_mode():
-                edge_logits = model.vae.decode(z[choice.index:choice.index + 1])["edge_logits"][0]
+                edge_logits = model.vae.decode_edges(z[choice.index:choice.index + 1],
+                                                     torch.as_tensor(choice.slots[choice.check.keep]))
             edge_types = edge_logits.argmax(-1).numpy()
         finally:
             torch.set_num_threads(threads)
         check = choice.check
-        slot = choice.slots[check.keep]
         raw = choice.lanes[check.keep]
         stitched = stitch(choice.lanes, check, list(ctx.ports), self.stitch_config)
         c = choice.index
-        content, diag = self._assemble(request, ctx, raw, stitched, check, slot, edge_types,
+        content, diag = self._assemble(request, ctx, raw, stitched, check, edge_types,
                                        decoded["agent_feat"][c], decoded["agent_prob"][c])
         self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
                                                 checked=choice.checked, candidates=self.candidates,
@@ -256,10 +257,10 @@ class LearnedTileGenerator(TileGenerator):
         return out, z
 
     def _assemble(self, request: TileRequest, ctx: TileContext, raw: np.ndarray, stitched: list[np.ndarray],
-                  check: CandidateCheck,
-                  slot: np.ndarray, edge_types: np.ndarray, agent_feat: np.ndarray, agent_prob: np.ndarray
+                  check: CandidateCheck, edge_types: np.ndarray, agent_feat: np.ndarray, agent_prob: np.ndarray
                   ) -> tuple[TileContent, tuple[np.ndarray, np.ndarray, int]]:
-        """Turn the stitched winner (tile frame) into global lanes, links and agent spawns."""
+        """Turn the stitched winner (tile frame) into global lanes, links and agent spawns; ``edge_types``
+        (n, n) are the decoded edge types among the kept lanes."""
         frame = request.frame
         n = len(stitched)
         ids = [request.lane_ids() for _ in range(n)]
@@ -281,14 +282,14 @@ class LearnedTileGenerator(TileGenerator):
             link = (local.lane_id, ids[lane]) if local.is_out else (ids[lane], local.lane_id)
             if link not in links:
                 links.append(link)
-        model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[slot[i], slot[j]] == EDGE_SUCC]
+        model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[i, j] == EDGE_SUCC]
         raw_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ] + port_gaps_raw
         stitched_gaps = [float(np.linalg.norm(stitched[i][-1] - stitched[j][0])) for i, j in model_succ]
         stitched_gaps += port_gaps
         lanes = []
         for i in range(n):
-            left = tuple(ids[j] for j in range(n) if j != i and edge_types[slot[i], slot[j]] == EDGE_LEFT)
-            right = tuple(ids[j] for j in range(n) if j != i and edge_types[slot[i], slot[j]] == EDGE_RIGHT)
+            left = tuple(ids[j] for j in range(n) if j != i and edge_types[i, j] == EDGE_LEFT)
+            right = tuple(ids[j] for j in range(n) if j != i and edge_types[i, j] == EDGE_RIGHT)
             lanes.append(Lane(id=ids[i], points=frame.to_global(stitched[i]), width_m=float(width[i]),
                               speed_limit_mps=float(speed[i]), successors=tuple(ids[j] for j in succ[i]),
                               predecessors=tuple(ids[j] for j in pred[i]), left_neighbors=left,

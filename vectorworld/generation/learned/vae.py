@@ -161,6 +161,13 @@ class TileVAE(nn.Module):
             out["edge_logits"] = self.edge_dec(h_l, curve_points(out["lane_feat"]))
         return out
 
+    def decode_edges(self, z: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """Edge-type logits (n, n, 5) among the lane slots ``slots`` (n,) of one tile's latents (1, N, Z):
+        the edge decoder on those lanes only (what the generator needs for the chosen candidate)."""
+        h_l = self.lane_dec(z[:, slots])
+        feat = self.lane_points(h_l)[..., :-1]
+        return self.edge_dec(h_l, curve_points(feat))[0]
+
     def loss(self, batch: dict[str, torch.Tensor], generator: torch.Generator | None = None
              ) -> tuple[torch.Tensor, dict[str, float]]:
         """Reconstruction + beta-KL loss of a batch; returns the loss and its parts (floats)."""
