@@ -46,8 +46,10 @@ VARIANTS = {"main": {}, "nogate": {"edge_gating": False}, "fm": {"flow_matching_
 """The shipped model and its ablations (edge gating off; plain flow matching)."""
 
 
-def plot_curve(curve: list[dict[str, float]], path: Path) -> Path | None:
-    """Validity share and loss against DiT steps, to PNG (None without matplotlib or points)."""
+def plot_curve(curve: list[dict[str, float]], history: list[tuple[int, dict[str, float]]], path: Path
+               ) -> Path | None:
+    """Held-out validity / lanes per tile and the logged DiT loss against DiT steps, to PNG (None without
+    matplotlib or curve points)."""
     if not curve:
         return None
     try:
@@ -59,16 +61,19 @@ def plot_curve(curve: list[dict[str, float]], path: Path) -> Path | None:
         return None
     steps = [p["dit_step"] for p in curve]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
-    ax1.plot(steps, [p["valid_share"] for p in curve], "o-", label="valid share (1 step, 2 cand.)")
-    ax1.plot(steps, [min(1.0, p["lanes_per_tile"] / 20.0) for p in curve], "s--", label="lanes kept / 20")
+    ax1.plot(steps, [p["valid_share"] for p in curve], "o-", color="C0")
+    ax1.set_ylabel("valid share (1 step, 2 candidates)", color="C0")
     ax1.set_xlabel("DiT step")
     ax1.set_ylim(0, 1.02)
     ax1.set_title("held-out tiles")
-    ax1.legend(fontsize=8)
-    ax2.plot(steps, [p["loss"] for p in curve], "o-")
-    ax2.set_yscale("log")
+    twin = ax1.twinx()
+    twin.plot(steps, [p["lanes_per_tile"] for p in curve], "s--", color="C1")
+    twin.set_ylabel("new lanes kept per tile", color="C1")
+    twin.set_ylim(bottom=0)
+    if history:
+        ax2.plot([h[0] for h in history], [h[1]["loss"] for h in history], "-", color="C2")
     ax2.set_xlabel("DiT step")
-    ax2.set_title("MeanFlow loss (adaptive-weighted)")
+    ax2.set_title("DiT MeanFlow loss (adaptive-weighted)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -130,7 +135,8 @@ def main() -> None:
     run = run_training(tiles, heldout, config, args.out, resume=args.resume,
                        max_seconds=args.max_minutes * 60.0 - (time.perf_counter() - start), log=log)
     write_record(run, " ".join(sys.argv[1:]))
-    png = plot_curve(run.state.curve, args.out / "curve.png")
+    png = plot_curve(run.state.curve, [] if run.dit_trainer is None else run.dit_trainer.history,
+                     args.out / "curve.png")
     dit_steps = 0 if run.dit_trainer is None else run.dit_trainer.step
     print(f"stopped at stage {run.state.stage}: vae {run.vae_trainer.step} / dit {dit_steps} steps, "
           f"{run.state.wall_s:.0f} s of training; curve {png}", flush=True)

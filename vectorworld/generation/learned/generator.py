@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     from vectorworld.generation.learned.outpaint import OutpaintModel
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-"""The shipped checkpoint folder (model.safetensors + config.json; ``ablations/`` holds the baselines)."""
+"""The shipped checkpoint folder (model.safetensors + config.json; an ``ablations/`` folder with ``fm/`` and
+``nogate/`` checkpoints, when present, holds the baselines of ``eval generator``)."""
 DEFAULT_STEPS = 1
 """MeanFlow steps by default: one network call (the one-step map u(z_1, 0, 1))."""
 DEFAULT_CANDIDATES = 2
