@@ -183,3 +183,27 @@ def test_first_tile_is_generated_from_nothing() -> None:
     assert fallback.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback
     off = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", learned_first_tile=False)
     assert not off.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback   # fallback's own
+
+
+class _SecondRoundModel(_ScriptedModel):
+    """Every candidate of the first call leaves port 1 open; the second call continues both ports."""
+
+    calls = 0
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        self.calls += 1
+        if self.calls == 1:
+            decoded["lane_logit"][:, 3] = -10.0
+        return decoded, z
+
+
+def test_a_second_round_is_sampled_only_when_the_first_fails() -> None:
+    one = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, fallback="test-straight")
+    assert one.generate(_request()).used_fallback
+    model = _SecondRoundModel()
+    two = LearnedTileGenerator(model=model, candidates=2, rounds=2, fallback="test-straight")
+    content = two.generate(_request())
+    assert not content.used_fallback and model.calls == 2 and two.last_diagnostics.checked == 3
+    content = two.generate(_request())                  # a valid first round: no second call
+    assert not content.used_fallback and model.calls == 3

@@ -101,7 +101,11 @@ _AGENT_TYPES = np.array([AgentType.VEHICLE, AgentType.PEDESTRIAN, AgentType.CYCL
 
 @register_generator("learned")
 class LearnedTileGenerator(TileGenerator):
-    """Outpaints frontier tiles with the learned model (see module docstring)."""
+    """Outpaints frontier tiles with the learned model (see module docstring).
+
+    ``candidates`` are sampled in one batched call per round; ``rounds`` > 1 samples a further batch only
+    when every candidate of the rounds before failed the filter (the fallback then comes later).
+    """
 
     name = "learned"
 
@@ -109,14 +113,15 @@ class LearnedTileGenerator(TileGenerator):
                  candidates: int = DEFAULT_CANDIDATES, exist_threshold: float = 0.5, fallback: str = "procedural",
                  num_threads: int | None = 1, model: OutpaintModel | None = None,
                  stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
-                 learned_first_tile: bool = True) -> None:
+                 learned_first_tile: bool = True, rounds: int = 1) -> None:
         from vectorworld.errors import ConfigError
 
-        if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1:
+        if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1 or rounds < 1:
             raise ConfigError(f"invalid learned sampler settings: {sampler!r}, steps={steps}, "
-                              f"candidates={candidates}")
+                              f"candidates={candidates}, rounds={rounds}")
         self.checkpoint = Path(checkpoint) if checkpoint is not None else WEIGHTS_DIR
         self.sampler_name, self.steps, self.candidates = sampler, steps, candidates
+        self.rounds = rounds
         self.exist_threshold = exist_threshold
         self.fallback_name = fallback
         self.learned_first_tile = learned_first_tile
@@ -215,14 +220,19 @@ class LearnedTileGenerator(TileGenerator):
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
         try:
-            decoded, z = self._sample(ctx, seed)
             frontier = ~ctx.tiles.lane_cond
             known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
-            choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
-                                      list(ctx.ports), known, self.stitch_config, self.exist_threshold)
+            checked = 0
+            for attempt in range(self.rounds):  # a further batch only when every candidate failed
+                decoded, z = self._sample(ctx, seed + attempt)
+                choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
+                                          list(ctx.ports), known, self.stitch_config, self.exist_threshold)
+                checked += choice.checked
+                if choice.valid:
+                    break
             if not choice.valid:
-                return self._fall_back(request, TileDiagnostics(candidates=self.candidates,
-                                                                checked=choice.checked, used_fallback=True))
+                return self._fall_back(request, TileDiagnostics(candidates=self.candidates * self.rounds,
+                                                                checked=checked, used_fallback=True))
             with torch.inference_mode():
                 edge_logits = model.vae.decode_edges(z[choice.index:choice.index + 1],
                                                      torch.as_tensor(choice.slots[choice.check.keep]))
@@ -236,7 +246,7 @@ class LearnedTileGenerator(TileGenerator):
         content, diag = self._assemble(request, ctx, raw, stitched, check, edge_types,
                                        decoded["agent_feat"][c], decoded["agent_prob"][c])
         self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
-                                                checked=choice.checked, candidates=self.candidates,
+                                                checked=checked, candidates=self.candidates,
                                                 decoded_agents=diag[2], kept_agents=len(content.agents))
         return content
 
