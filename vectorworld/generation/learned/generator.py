@@ -82,6 +82,9 @@ class TileDiagnostics:
     kept_agents: int = 0
 
 
+LINK_TOL_M = 0.01
+"""A port link is made only where stitching put the lane end on the port (a lane end that reached two
+ports metres apart is snapped onto one of them)."""
 FIRST_TILE_CLEAR_M = 12.0
 """No decoded agent within this of the first 8 points of a +x road of the first tile (the ego starts there)."""
 
@@ -288,8 +291,11 @@ class LearnedTileGenerator(TileGenerator):
             known_lane = request.graph[local.lane_id]
             width[lane], speed[lane] = known_lane.width_m, known_lane.speed_limit_mps
             end = 0 if local.is_out else -1
+            gap = float(np.linalg.norm(stitched[lane][end] - local.xy))
+            if gap > LINK_TOL_M:  # its joint was snapped onto another port: no link (the port stays open)
+                continue
             port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
-            port_gaps.append(float(np.linalg.norm(stitched[lane][end] - local.xy)))
+            port_gaps.append(gap)
             link = (local.lane_id, ids[lane]) if local.is_out else (ids[lane], local.lane_id)
             if link not in links:
                 links.append(link)

@@ -233,8 +233,18 @@ def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
         p_req = np.array([p.required for p in ports], bool)
         xy = np.where(p_out[:, None, None], starts[None], ends[None])              # (Pt, K, 2)
         yaws = np.where(p_out[:, None], start_yaw[None], end_yaw[None])           # (Pt, K)
-        ok = ((((xy - p_xy[:, None]) ** 2).sum(-1) < config.connect_m ** 2)
-              & (np.abs(geometry.wrap_angle(yaws - p_yaw[:, None])) <= tol))
+        d2 = ((xy - p_xy[:, None]) ** 2).sum(-1)
+        ok = (d2 < config.connect_m ** 2) & (np.abs(geometry.wrap_angle(yaws - p_yaw[:, None])) <= tol)
+        # a lane end links to every required port it reaches (a port may be shared by several lanes, and
+        # known lanes may merge at one port), or else to its nearest optional joint only: an end snapped
+        # onto a port and a joint metres apart would leave a gap at one of them
+        for side in (p_out, ~p_out):
+            req = ok & (side & p_req)[:, None]
+            opt = ok & (side & ~p_req)[:, None]
+            nearest = np.where(opt, d2, np.inf).argmin(0)
+            single = np.zeros_like(opt)
+            single[nearest, np.arange(n)] = opt[nearest, np.arange(n)]
+            ok[side] = np.where(req.any(0)[None], req, single)[side]
         start_used = (ok & p_out[:, None]).any(0)
         end_used = (ok & ~p_out[:, None]).any(0)
         check.unmatched_ports = int((p_req & ~ok.any(1)).sum())
