@@ -11,6 +11,7 @@ import torch
 
 import tests.straight_world  # noqa: F401  (registers the "test-straight" fallback generator)
 from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
+from vectorworld.generation.learned.bezier import fit_bezier
 from vectorworld.generation.learned.egr_dit import DiTConfig
 from vectorworld.generation.learned.generator import LearnedTileGenerator
 from vectorworld.generation.learned.outpaint import OutpaintModel
@@ -59,8 +60,8 @@ class _ScriptedVAE(torch.nn.Module):
         self.config = config
         self.edges = edges
 
-    def decode(self, z: torch.Tensor, with_edges: bool = True) -> dict[str, torch.Tensor]:
-        return {"edge_logits": torch.nn.functional.one_hot(self.edges, 5).float()[None] * 10.0}
+    def decode_edges(self, z: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.one_hot(self.edges[slots][:, slots], 5).float() * 10.0
 
 
 class _ScriptedModel:
@@ -91,7 +92,8 @@ class _ScriptedModel:
             agent[:, slot, 11:] = np.linspace(-0.5, 0.0, 12)
             agent_logit[:, slot] = 10.0
         t = torch.as_tensor
-        decoded = {"lane_feat": t(lanes.reshape(c, n_l, -1) / HALF_TILE_M, dtype=torch.float32),
+        control = fit_bezier(lanes) / HALF_TILE_M                  # the model decodes Bézier control points
+        decoded = {"lane_feat": t(control.reshape(c, n_l, -1), dtype=torch.float32),
                    "lane_logit": t(logits, dtype=torch.float32),
                    "agent_feat": t(agent, dtype=torch.float32), "agent_logit": t(agent_logit, dtype=torch.float32)}
         return decoded, torch.zeros(c, n_l + n_a, 16)
@@ -102,14 +104,15 @@ def test_generate_picks_valid_candidate_and_stitches_exactly() -> None:
     request = _request()
     content = gen.generate(request)
     assert not content.used_fallback
-    assert gen.last_diagnostics.valid_candidates == 2 and gen.last_diagnostics.candidates == 3
+    # best first: candidate 0 (one hinted port slot left empty) ranks last; the first checked is valid
+    assert gen.last_diagnostics.checked == 1 and gen.last_diagnostics.candidates == 3
     assert len(content.lanes) == 3
     by_id = {lane.id: lane for lane in content.lanes}
     links = dict(content.links)
     assert set(links) == {0, 1}
     for port in request.ports:
         new = by_id[links[port.lane_id]]
-        assert np.linalg.norm(new.points[0] - port.xy) <= 0.01
+        assert np.linalg.norm(new.points[0] - port.xy) <= 1e-9
     first = by_id[links[0]]
     assert len(first.successors) == 1
     second = by_id[first.successors[0]]
@@ -143,3 +146,64 @@ def test_import_is_light() -> None:
     code = "import sys, vectorworld.generation.learned.generator; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class _FirstTileModel(_ScriptedModel):
+    """Decodes a two-way road across the whole tile (a valid first tile) in every candidate."""
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        c, n_l = sampler.candidates, self.cfg.max_lanes
+        lanes = np.zeros((c, n_l, LANE_POINTS, 2))
+        x = np.linspace(-31.8, 31.8, LANE_POINTS)
+        lanes[:, 0] = np.stack([x, np.full(LANE_POINTS, -1.75)], -1)
+        lanes[:, 1] = np.stack([x[::-1], np.full(LANE_POINTS, 1.75)], -1)
+        logits = np.full((c, n_l), -10.0)
+        logits[:, :2] = 10.0
+        decoded["lane_feat"] = torch.as_tensor(fit_bezier(lanes).reshape(c, n_l, -1) / HALF_TILE_M,
+                                               dtype=torch.float32)
+        decoded["lane_logit"] = torch.as_tensor(logits, dtype=torch.float32)
+        return decoded, z
+
+
+def test_first_tile_is_generated_from_nothing() -> None:
+    frame = TileFrame(np.array([5.0, 7.0]), 0.3)
+    gen = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight")
+    content = gen.first_tile(frame, IdAllocator(), np.random.default_rng(0))
+    assert not content.used_fallback and len(content.lanes) == 2 and content.links == ()
+    along = [lane for lane in content.lanes if abs(np.cos(lane.start_pose[1] - 0.3) - 1.0) < 1e-3]
+    assert len(along) == 1
+    local = frame.to_local(along[0].points)
+    assert abs(local[0, 0] + HALF_TILE_M) < 1e-6 and abs(local[-1, 0] - HALF_TILE_M) < 1e-6   # border to border
+    start = local[:8]
+    if len(content.agents):                                   # the ego's start stays clear
+        xy = frame.to_local(content.agents.xy)
+        assert np.linalg.norm(xy[:, None] - start[None], axis=-1).min() >= 12.0
+    fallback = LearnedTileGenerator(model=_ScriptedModel(), fallback="test-straight")  # no +x road: falls back
+    assert fallback.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback
+    off = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", learned_first_tile=False)
+    assert not off.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback   # fallback's own
+
+
+class _SecondRoundModel(_ScriptedModel):
+    """Every candidate of the first call leaves port 1 open; the second call continues both ports."""
+
+    calls = 0
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        self.calls += 1
+        if self.calls == 1:
+            decoded["lane_logit"][:, 3] = -10.0
+        return decoded, z
+
+
+def test_a_second_round_is_sampled_only_when_the_first_fails() -> None:
+    one = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, fallback="test-straight")
+    assert one.generate(_request()).used_fallback
+    model = _SecondRoundModel()
+    two = LearnedTileGenerator(model=model, candidates=2, rounds=2, fallback="test-straight")
+    content = two.generate(_request())
+    assert not content.used_fallback and model.calls == 2 and two.last_diagnostics.checked == 3
+    content = two.generate(_request())                  # a valid first round: no second call
+    assert not content.used_fallback and model.calls == 3

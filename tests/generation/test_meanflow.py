@@ -54,7 +54,8 @@ def test_jvp_matches_finite_differences() -> None:
 
 
 def test_sample_times_ordering_and_ratio() -> None:
-    r, t = sample_times(4000, MeanFlowConfig(interval_ratio=0.25), torch.Generator().manual_seed(0))
+    r, t = sample_times(4000, MeanFlowConfig(interval_ratio=0.25, one_step_ratio=0.0, exact_one_step_ratio=0.0),
+                        torch.Generator().manual_seed(0))
     assert (r <= t).all() and (r >= 0).all() and (t <= 1).all()
     share = (r < t).double().mean().item()
     assert 0.2 < share < 0.3
@@ -64,12 +65,13 @@ def test_sample_times_ordering_and_ratio() -> None:
 
 def test_logit_normal_pairs_alone_miss_the_one_step_interval() -> None:
     """Why one_step_ratio exists: the one-step sampler queries u(z_1, 0, 1), which these pairs never reach."""
-    r, t = sample_times(200_000, MeanFlowConfig(), torch.Generator().manual_seed(0))
+    pairs = MeanFlowConfig(one_step_ratio=0.0, exact_one_step_ratio=0.0)
+    r, t = sample_times(200_000, pairs, torch.Generator().manual_seed(0))
     assert ((t - r) > 0.9).double().mean().item() < 1e-4
 
 
 def test_one_step_share_samples_the_one_step_interval() -> None:
-    config = MeanFlowConfig(interval_ratio=0.25, one_step_ratio=0.25, one_step_t_min=0.5)
+    config = MeanFlowConfig(interval_ratio=0.25, one_step_ratio=0.25, one_step_t_min=0.5, exact_one_step_ratio=0.0)
     r, t = sample_times(20_000, config, torch.Generator().manual_seed(0))
     assert (r <= t).all() and (r >= 0).all() and (t <= 1).all()
     long = (r == 0) & (t >= 0.5)
@@ -88,8 +90,19 @@ def test_one_step_share_zero_keeps_the_old_pairs() -> None:
     same = torch.rand(500, generator=gen) >= 0.25
     expected_t = torch.maximum(a, b)
     expected_r = torch.where(same, expected_t, torch.minimum(a, b))
-    r, t = sample_times(500, MeanFlowConfig(), torch.Generator().manual_seed(4))
+    r, t = sample_times(500, MeanFlowConfig(one_step_ratio=0.0, exact_one_step_ratio=0.0),
+                        torch.Generator().manual_seed(4))
     assert torch.equal(r, expected_r) and torch.equal(t, expected_t)
+
+
+def test_default_shares_train_the_one_step_interval_itself() -> None:
+    """The default sampler: 40% r = t, 25% logit-normal intervals, 25% long (0, t >= 0.5), 10% exactly (0, 1)."""
+    r, t = sample_times(20_000, MeanFlowConfig(), torch.Generator().manual_seed(1))
+    assert (r <= t).all() and (r >= 0).all() and (t <= 1).all()
+    exact = ((r == 0) & (t == 1)).double().mean().item()
+    assert 0.09 < exact < 0.11
+    assert 0.38 < (r == t).double().mean().item() < 0.42
+    assert 0.33 < ((r == 0) & (t >= 0.5)).double().mean().item() < 0.37
 
 
 def test_samplers_hold_condition_exactly_and_are_seeded() -> None:

@@ -45,10 +45,8 @@ def test_registered_learned_generator_is_deterministic_per_seed() -> None:
             assert np.linalg.norm(by_id[new].points[0] - ports[known]) <= 0.01
 
 
-@pytest.mark.xfail(strict=True, reason="the shipped DiT was trained without one_step_ratio: its one-step map "
-                   "u(z_1, 0, 1) is untrained and decodes (almost) no frontier lane; a retrain with "
-                   "--one-step-ratio 0.25 passes (then drop this marker)")
 def test_one_step_sampling_generates_frontier_lanes() -> None:
+    """The one-step map u(z_1, 0, 1) is trained (the old checkpoint decoded almost no frontier lane there)."""
     import torch
 
     model = OutpaintModel.load(WEIGHTS_DIR)

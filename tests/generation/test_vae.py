@@ -20,7 +20,7 @@ def test_encode_decode_shapes() -> None:
     mu, logvar = vae.encode(batch)
     assert mu.shape == logvar.shape == (3, 20, 8)
     out = vae.decode(mu)
-    assert out["lane_feat"].shape == (3, 12, 40) and out["lane_logit"].shape == (3, 12)
+    assert out["lane_feat"].shape == (3, 12, 8) and out["lane_logit"].shape == (3, 12)
     assert out["edge_logits"].shape == (3, 12, 12, 5)
     assert out["agent_feat"].shape == (3, 8, 23) and out["agent_logit"].shape == (3, 8)
     assert "edge_logits" not in vae.decode(mu, with_edges=False)

@@ -1,4 +1,5 @@
-"""CLI commands of the learned tile generator: ``train vae``, ``train dit`` and ``eval generator``.
+"""CLI commands of the learned tile generator: ``train generator`` (the whole resumable run), ``train vae``,
+``train dit`` (one stage each) and ``eval generator``.
 
 Thin wrappers over :mod:`vectorworld.train.generator_training`, :mod:`vectorworld.train.tile_data` and
 :mod:`vectorworld.eval.generator_report`. The full recipe of the shipped checkpoint is
@@ -103,6 +104,47 @@ def register(app: typer.Typer) -> None:
         except VectorWorldError as err:
             raise bad_input(err) from err
         typer.echo(json.dumps({"out": str(out), "steps": result.steps_done, "seconds": result.seconds}))
+
+    @train_app.command("generator")
+    def train_generator_cmd(
+        out: Path = typer.Option(Path("runs/generator/run"), "--out", help="Run folder (run_state.pt, latest/)."),
+        data: Path | None = typer.Option(None, "--data", "--corpus", help=DATA_HELP),
+        heldout: Path | None = typer.Option(None, "--heldout", help="Held-out tiles for the validity curve "
+                                            "(default: a procedural corpus of 4 worlds, seed 50000)."),
+        worlds: int = typer.Option(20, "--worlds", min=1, help="Procedural worlds if building a corpus."),
+        resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint."),
+        vae_steps: int = typer.Option(3000, "--vae-steps", min=1),
+        dit_steps: int = typer.Option(40000, "--dit-steps", min=1),
+        batch_size: int = typer.Option(32, "--batch-size", min=1),
+        eval_every: int = typer.Option(500, "--eval-every", min=1, help="DiT steps between curve points."),
+        checkpoint_minutes: float = typer.Option(3.0, "--checkpoint-minutes", min=0.0),
+        max_minutes: float = typer.Option(150.0, "--max-minutes", min=0.0, help="Stop (and checkpoint) after."),
+        device: str = typer.Option("auto", "--device", help="cpu, cuda or auto (cuda when available)."),
+        threads: int = typer.Option(1, "--threads", min=1, help="Torch threads on the CPU."),
+        seed: int = typer.Option(0, "--seed"),
+    ) -> None:
+        """Train the whole learned generator (gated VAE, then EGR-DiT with MeanFlow) as one resumable run."""
+        import torch
+
+        from vectorworld.generation.learned.tile_tensors import TileTensors
+        from vectorworld.train.generator_run import RunConfig, run_training, write_record
+
+        torch.set_num_threads(threads)
+        chosen = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        try:
+            config = RunConfig(vae_steps=vae_steps, dit_steps=dit_steps, batch_size=batch_size, seed=seed,
+                               eval_every=eval_every, checkpoint_every_s=checkpoint_minutes * 60.0, device=chosen)
+            tiles = _tiles(data, worlds, seed, config.vae.max_lanes, config.vae.max_agents)
+            held = _tiles(heldout, 4, 50_000, config.vae.max_lanes, config.vae.max_agents)
+            reference = [TileTensors(**{k: v[i] for k, v in held.items()}) for i in range(len(held["lane_valid"]))]
+            run = run_training(tiles, reference, config, out, resume=resume, max_seconds=max_minutes * 60.0,
+                               log=lambda stage, step, p: typer.echo(json.dumps({"stage": stage, "step": step, **p})))
+            record = write_record(run, "vectorworld train generator")
+        except VectorWorldError as err:
+            raise bad_input(err) from err
+        typer.echo(json.dumps({"out": str(out), "stage": run.state.stage, "vae_steps": run.vae_trainer.step,
+                               "dit_steps": 0 if run.dit_trainer is None else run.dit_trainer.step,
+                               "wall_s": run.state.wall_s, "record": str(record)}))
 
     @eval_app.command("generator")
     def eval_generator_cmd(

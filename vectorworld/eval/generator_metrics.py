@@ -11,10 +11,11 @@ after the first is an outpainting call), then computes on the committed world:
 * ``offlane_rate``: fraction of generated vehicles > 2.5 m from the nearest lane or > 30 deg off it;
 * Jensen-Shannon divergences (base 2, in [0, 1]) of agent nearest-neighbour distance, lateral offset,
   heading offset, length, width and speed against reference tiles, and the Frechet distance of per-tile
-  lane-graph statistics (lanes per tile, lane length, curvature, node degree, connected components);
+  lane-graph statistics (lanes per tile, lane length, curvature, node degree, connected components), and
+  the mean unsigned curvature (1/m) of generated lanes next to the reference's;
 * the same world figures over the tiles the model itself answered (``learned_only_*``, no fallbacks);
-* ``tile_ms`` p50 / p95 (wall) of the generate calls, ``tile_cpu_ms`` (process CPU time, which a busy
-  machine does not inflate) and the fallback share.
+* ``tile_ms`` p50 / p95 (wall, torch on one thread by default) of the generate calls, ``tile_cpu_ms``
+  (process CPU time, which a busy machine does not inflate) and the fallback share.
 """
 
 from __future__ import annotations
@@ -320,8 +321,12 @@ def distribution_metrics(tiles: list[TileTensors], reference: list[TileTensors])
 
     gen, ref = pooled(tiles), pooled(reference)
     out = {f"jsd_{k}": js_divergence(gen[k], ref[k], bins) for k, bins in AGENT_BINS.items()}
-    out["lane_frechet"] = frechet_distance(np.array([tile_lane_stats(t) for t in tiles]),
-                                           np.array([tile_lane_stats(t) for t in reference]))
+    gen_stats = np.array([tile_lane_stats(t) for t in tiles]).reshape(-1, len(LANE_STATS))
+    ref_stats = np.array([tile_lane_stats(t) for t in reference]).reshape(-1, len(LANE_STATS))
+    out["lane_frechet"] = frechet_distance(gen_stats, ref_stats)
+    col = LANE_STATS.index("curvature")
+    out["curvature_mean"] = float(gen_stats[:, col].mean()) if len(gen_stats) else float("nan")
+    out["reference_curvature_mean"] = float(ref_stats[:, col].mean()) if len(ref_stats) else float("nan")
     return out
 
 
@@ -339,7 +344,7 @@ def crop_grown(grown: GrownWorlds, max_lanes: int = 40, max_agents: int = 24,
 
 
 def evaluate_generator(generator: TileGenerator, reference: list[TileTensors], worlds: int = 10,
-                       tiles_per_world: int = 12, seed: int = 1000, threads: int = 2,
+                       tiles_per_world: int = 12, seed: int = 1000, threads: int = 1,
                        max_tiles: int | None = None) -> dict[str, float]:
     """All §8 metrics of one generator (torch limited to ``threads`` threads while it runs); ``max_tiles``
     caps the outpainted tiles (see :func:`grow_worlds`)."""

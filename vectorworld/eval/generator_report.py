@@ -5,8 +5,8 @@ the flow-matching baseline (``fm`` checkpoint, Euler, 1 and K steps), MeanFlow w
 (``nogate`` checkpoint, 1 step), the procedural generator itself, and the naive baseline (random agent
 placement on the lanes the shipped model generated). ``steps`` restricts the learned variants to one step
 count (then the no-gating variant and the naive baseline use that count too). Variants can run in parallel
-processes; each one limits torch to 2 threads, so ``tile_ms`` is the 2-thread latency as long as cores are
-not oversubscribed.
+processes; each one limits torch to one thread (the learned generator's inference setting), so ``tile_ms``
+is the one-thread latency as long as cores are not oversubscribed.
 
 The reference (held-out) tiles are a corpus or dataset on disk (:func:`reference_tiles`) or, by default, a
 procedural corpus grown from :data:`REFERENCE_SEED` (:func:`default_reference`).
@@ -37,7 +37,8 @@ COLUMNS = ("tiles", "tile_ms_p50", "tile_ms_p95", "tile_cpu_ms_p50", "tile_cpu_m
            "raw_epd_m_mean", "raw_epd_m_p95", "epd_m_mean",
            "epd_m_p95", "dangling_rate", "init_overlap_rate", "offlane_rate", "agents_per_tile",
            "jsd_nn_dist_m", "jsd_lateral_m", "jsd_heading_rad", "jsd_length_m", "jsd_width_m",
-           "jsd_speed_mps", "lane_frechet", "learned_only_tiles", "learned_only_epd_m_mean",
+           "jsd_speed_mps", "lane_frechet", "curvature_mean", "reference_curvature_mean",
+           "learned_only_tiles", "learned_only_epd_m_mean",
            "learned_only_dangling_rate", "learned_only_init_overlap_rate", "learned_only_offlane_rate",
            "learned_only_agents_per_tile", "learned_only_tile_ms_p50")
 """Rows of the human-readable table (:func:`format_table`)."""
@@ -114,7 +115,7 @@ def variant_specs(weights: str | Path, ablations: str | Path | None = None, k_st
 
 
 def evaluate_variant(spec: Spec, reference: list[TileTensors], worlds: int, tiles_per_world: int,
-                     seed: int, threads: int = 2, max_tiles: int | None = None) -> dict[str, float]:
+                     seed: int, threads: int = 1, max_tiles: int | None = None) -> dict[str, float]:
     """Metrics of one variant (see :func:`variant_specs`); ``max_tiles`` caps the evaluated tiles."""
     from vectorworld.generation import make_generator
     from vectorworld.generation.learned.generator import LearnedTileGenerator
@@ -138,7 +139,7 @@ def _worker(args: tuple[Spec, list[TileTensors], int, int, int, int, int | None]
 def generator_report(weights: str | Path, reference: str | Path | list[TileTensors] | None = None,
                      ablations: str | Path | None = None, worlds: int = DEFAULT_WORLDS,
                      tiles_per_world: int = DEFAULT_TILES_PER_WORLD, seed: int = 1000, k_steps: int = 4,
-                     workers: int = 1, include_procedural: bool = True, threads: int = 2,
+                     workers: int = 1, include_procedural: bool = True, threads: int = 1,
                      steps: int | None = None, max_tiles: int | None = None,
                      progress: Progress | None = None) -> Report:
     """Metrics per variant name, variants evaluated in ``workers`` processes, torch on ``threads``.

@@ -72,8 +72,10 @@ def mirror_tiles(tiles: Tiles) -> Tiles:
     return out
 
 
-def sample_batch(tiles: Tiles, batch_size: int, rng: np.random.Generator, device: str) -> dict[str, torch.Tensor]:
-    """A random mini-batch (with mirror augmentation on a random half) as model inputs."""
+def sample_batch(tiles: Tiles, batch_size: int, rng: np.random.Generator, device: str,
+                 uncond_ratio: float = 0.0) -> dict[str, torch.Tensor]:
+    """A random mini-batch (with mirror augmentation on a random half) as model inputs. A share
+    ``uncond_ratio`` of the tiles lose their condition (every token is generated: the first tile)."""
     n = len(tiles["lane_valid"])
     idx = rng.integers(0, n, size=batch_size)
     batch = {k: v[idx] for k, v in tiles.items()}
@@ -83,6 +85,10 @@ def sample_batch(tiles: Tiles, batch_size: int, rng: np.random.Generator, device
         for k in batch:
             batch[k] = batch[k].copy()
             batch[k][flip] = mirrored[k]
+    if uncond_ratio > 0.0:
+        free = rng.random(batch_size) < uncond_ratio
+        for k in ("lane_cond", "agent_cond"):
+            batch[k] = batch[k] & ~free[:, None]
     return batch_to_torch(batch, device)
 
 
@@ -94,37 +100,103 @@ def _schedule(step: int, config: TrainConfig) -> float:
     return 0.1 + 0.9 * 0.5 * (1.0 + np.cos(np.pi * min(progress, 1.0)))
 
 
-def _run(params: list[torch.nn.Parameter], loss_fn: Callable[[np.random.Generator, torch.Generator],
-         tuple[torch.Tensor, dict[str, float]]], config: TrainConfig, log: Logger | None) -> TrainResult:
-    optimiser = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: _schedule(s, config))
-    rng = np.random.default_rng(config.seed)
-    gen = torch.Generator().manual_seed(config.seed)
-    result = TrainResult()
-    start = time.perf_counter()
-    running: dict[str, float] = {}
-    for step in range(config.steps):
-        loss, parts = loss_fn(rng, gen)
-        optimiser.zero_grad(set_to_none=True)
+LossFn = Callable[[np.random.Generator, torch.Generator], tuple[torch.Tensor, dict[str, float]]]
+
+
+class Trainer:
+    """One optimisation stage whose whole state (step, optimiser, schedule, both RNGs, running log) can be
+    saved and restored: ``k`` steps, ``state_dict`` / ``load_state_dict``, then ``n - k`` steps give the same
+    parameters as ``n`` steps straight (on the same device and thread count)."""
+
+    def __init__(self, params: list[torch.nn.Parameter], loss_fn: LossFn, config: TrainConfig) -> None:
+        self.params, self.loss_fn, self.config = params, loss_fn, config
+        self.optimiser = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimiser, lambda s: _schedule(s, config))
+        self.rng = np.random.default_rng(config.seed)
+        self.gen = torch.Generator().manual_seed(config.seed)
+        self.step = 0
+        self.history: list[tuple[int, dict[str, float]]] = []
+        self._running: dict[str, float] = {}
+        self._count = 0
+        self.last: dict[str, float] = {}
+
+    @property
+    def done(self) -> bool:
+        return self.step >= self.config.steps
+
+    def train_step(self) -> dict[str, float]:
+        """One optimiser step; returns the loss parts (and logs their running mean every log_every)."""
+        loss, parts = self.loss_fn(self.rng, self.gen)
+        self.optimiser.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimiser.step()
-        scheduler.step()
+        torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+        self.optimiser.step()
+        self.scheduler.step()
         parts = {"loss": float(loss.detach()), **parts}
+        self.last = parts
         for k, v in parts.items():
-            running[k] = running.get(k, 0.0) + v
-        result.steps_done = step + 1
-        if (step + 1) % config.log_every == 0 or step + 1 == config.steps:
-            count = (step % config.log_every) + 1
-            mean = {k: v / count for k, v in running.items()}
-            result.history.append((step + 1, mean))
-            if log is not None:
-                log(step + 1, mean)
-            running = {}
+            self._running[k] = self._running.get(k, 0.0) + v
+        self._count += 1
+        self.step += 1
+        if self.step % self.config.log_every == 0 or self.step == self.config.steps:
+            self.history.append((self.step, {k: v / self._count for k, v in self._running.items()}))
+            self._running, self._count = {}, 0
+        return parts
+
+    def state_dict(self) -> dict[str, object]:
+        return {"step": self.step, "optimiser": self.optimiser.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": self.rng.bit_generator.state,
+                "gen": self.gen.get_state(), "history": list(self.history),
+                "running": dict(self._running), "count": self._count, "last": dict(self.last)}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.step = int(state["step"])
+        self.optimiser.load_state_dict(state["optimiser"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.rng.bit_generator.state = state["rng"]
+        self.gen.set_state(state["gen"])
+        self.history = [tuple(h) for h in state["history"]]
+        self._running, self._count = dict(state["running"]), int(state["count"])
+        self.last = dict(state.get("last", {}))
+
+
+def _run(params: list[torch.nn.Parameter], loss_fn: LossFn, config: TrainConfig, log: Logger | None
+         ) -> TrainResult:
+    trainer = Trainer(params, loss_fn, config)
+    start = time.perf_counter()
+    logged = 0
+    while not trainer.done:
+        trainer.train_step()
+        if log is not None and len(trainer.history) > logged:
+            log(*trainer.history[-1])
+            logged = len(trainer.history)
         if time.perf_counter() - start > config.max_seconds:
             break
-    result.seconds = time.perf_counter() - start
-    return result
+    return TrainResult(history=trainer.history, seconds=time.perf_counter() - start, steps_done=trainer.step)
+
+
+def vae_loss_fn(vae: TileVAE, tiles: Tiles, config: TrainConfig) -> LossFn:
+    """The VAE stage's loss on random mini-batches of ``tiles``."""
+    def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+        return vae.loss(sample_batch(tiles, config.batch_size, rng, config.device), gen)
+    return loss_fn
+
+
+def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: MeanFlowConfig,
+                uncond_ratio: float = 0.0) -> LossFn:
+    """The DiT stage's MeanFlow loss on the frozen VAE's latents of random mini-batches of ``tiles``."""
+    def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+        batch = sample_batch(tiles, config.batch_size, rng, config.device, uncond_ratio)
+        with torch.no_grad():
+            x = model.latents(batch)
+        cond = model.cond_mask(batch)
+        edges, hints = batch["edges"], batch["lane_hint"]
+
+        def fn(z: torch.Tensor, r: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            return model.dit(z, r, t, cond, edges, hints=hints)
+
+        return meanflow_loss(fn, x, cond, flow, gen)
+    return loss_fn
 
 
 def train_vae(tiles: Tiles, vae_config: VAEConfig, config: TrainConfig, log: Logger | None = None
@@ -133,12 +205,7 @@ def train_vae(tiles: Tiles, vae_config: VAEConfig, config: TrainConfig, log: Log
     with torch.random.fork_rng(devices=[]):  # seeded parameter init without touching the global state
         torch.manual_seed(config.seed)
         vae = TileVAE(vae_config).to(config.device).train()
-
-    def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
-        batch = sample_batch(tiles, config.batch_size, rng, config.device)
-        return vae.loss(batch, gen)
-
-    result = _run(list(vae.parameters()), loss_fn, config, log)
+    result = _run(list(vae.parameters()), vae_loss_fn(vae, tiles, config), config, log)
     return vae.cpu().eval(), result
 
 
@@ -170,20 +237,5 @@ def train_dit(vae: TileVAE, tiles: Tiles, dit_config: DiTConfig, config: TrainCo
     model = model.to(config.device)
     model.vae.eval().requires_grad_(False)
     model.dit.train()
-
-    def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
-        batch = sample_batch(tiles, config.batch_size, rng, config.device)
-        with torch.no_grad():
-            x = model.latents(batch)
-        cond = model.cond_mask(batch)
-        edges = batch["edges"]
-
-        hints = batch["lane_hint"]
-
-        def fn(z: torch.Tensor, r: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-            return model.dit(z, r, t, cond, edges, hints=hints)
-
-        return meanflow_loss(fn, x, cond, flow, gen)
-
-    result = _run(list(model.dit.parameters()), loss_fn, config, log)
+    result = _run(list(model.dit.parameters()), dit_loss_fn(model, tiles, config, flow), config, log)
     return model.cpu().eval(), result

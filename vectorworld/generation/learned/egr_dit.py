@@ -36,14 +36,17 @@ class DiTConfig:
     mlp_ratio: float = 2.0
     edge_dim: int = 16
     edge_gating: bool = True
-    port_hints: bool = False
+    port_hints: bool = True
     """Add a port hint (where a frontier lane must start / end, see tile_tensors.port_hints) to lane tokens."""
+    time_max_freq: float = 10.0
+    """Top angular frequency of the (r, t) embedding. MeanFlow's target differentiates through it: with 100,
+    long-interval training from scratch diverged; about 10 trains stably (issue 15)."""
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def timestep_embedding(t: torch.Tensor, dim: int, max_freq: float = 100.0) -> torch.Tensor:
+def timestep_embedding(t: torch.Tensor, dim: int, max_freq: float = 10.0) -> torch.Tensor:
     """Sinusoidal embedding (B, dim) of scalars t (B,) in [0, 1], angular frequencies 1 .. ``max_freq``.
 
     The top frequency is kept moderate (DiT uses 1000) because MeanFlow differentiates through it.
@@ -57,15 +60,15 @@ def timestep_embedding(t: torch.Tensor, dim: int, max_freq: float = 100.0) -> to
 class TimeEmbedder(nn.Module):
     """c = MLP(emb(t)) + MLP(emb(t - r)): (B,), (B,) -> (B, D)."""
 
-    def __init__(self, dim: int, freq_dim: int = 64) -> None:
+    def __init__(self, dim: int, freq_dim: int = 64, max_freq: float = 10.0) -> None:
         super().__init__()
-        self.freq_dim = freq_dim
+        self.freq_dim, self.max_freq = freq_dim, max_freq
         self.t_mlp = nn.Sequential(nn.Linear(freq_dim, dim), nn.SiLU(), nn.Linear(dim, dim))
         self.h_mlp = nn.Sequential(nn.Linear(freq_dim, dim), nn.SiLU(), nn.Linear(dim, dim))
 
     def forward(self, r: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        return (self.t_mlp(timestep_embedding(t, self.freq_dim))
-                + self.h_mlp(timestep_embedding(t - r, self.freq_dim)))
+        return (self.t_mlp(timestep_embedding(t, self.freq_dim, self.max_freq))
+                + self.h_mlp(timestep_embedding(t - r, self.freq_dim, self.max_freq)))
 
 
 def modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -124,7 +127,7 @@ class EGRDiT(nn.Module):
         self.kind = nn.Embedding(2, d)
         self.cond = nn.Embedding(2, d)
         self.hint_in = nn.Linear(HINT_FEATURES, d) if config.port_hints else None
-        self.time = TimeEmbedder(d)
+        self.time = TimeEmbedder(d, max_freq=config.time_max_freq)
         self.edge_kind = nn.Embedding(4, config.edge_dim)
         self.edge_cond = nn.Embedding(4, config.edge_dim)
         self.edge_type = nn.Embedding(NUM_EDGE_TYPES + 1, config.edge_dim)

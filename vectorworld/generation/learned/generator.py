@@ -5,8 +5,9 @@ candidate completions in one network call per step, decode them, keep the best c
 validity filter (ports continued, no dangling ends, no duplicate of a known lane), stitch it exactly onto
 the ports and its own junctions, and spawn the decoded agents that pass the spawn filter (warm start: each
 spawn carries its decoded motion code). When no candidate is valid the procedural generator answers
-(``used_fallback=True``). A tile without any known lane (the first tile) also comes from the procedural
-generator: there is nothing to outpaint from.
+(``used_fallback=True``). The first tile is generated from nothing (the model was trained with a share of
+tiles without any condition) and must hold a road through its centre along +x; a frontier tile without
+any known lane in reach falls back.
 
 This module imports quickly: torch and the weights load lazily on the first ``generate``.
 """
@@ -30,37 +31,36 @@ from vectorworld.generation.base import (
     make_generator,
     register_generator,
 )
+from vectorworld.generation.learned.candidates import choose_candidate
 from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
-from vectorworld.generation.learned.stitching import (
-    CandidateCheck,
-    StitchConfig,
-    check_candidate,
-    lanes_reference,
-    stitch,
-)
+from vectorworld.generation.learned.stitching import CandidateCheck, StitchConfig, lanes_reference, stitch
 from vectorworld.generation.learned.tile_context import TileContext, build_context
 from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
     EDGE_RIGHT,
     EDGE_SUCC,
-    HALF_TILE_M,
-    LANE_POINTS,
+    HINT_FEATURES,
     MOTION_POINTS,
     MOTION_SCALE_M,
     NUM_AGENT_TYPES,
     decode_agent_state,
+    empty_tile,
     stack_tiles,
 )
-from vectorworld.scene import AgentType, Lane
+from vectorworld.scene import AgentType, Lane, LaneGraph
 
 if TYPE_CHECKING:
+    import torch
+
     from vectorworld.generation.learned.outpaint import OutpaintModel
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-"""The shipped checkpoint folder (model.safetensors + config.json; ``ablations/`` holds the baselines)."""
-DEFAULT_STEPS = 4
-"""MeanFlow steps by default: the shipped (small-budget) checkpoint is not yet good at one step, where
-nearly every tile falls back to the procedural generator; 4 steps give valid tiles far more often."""
+"""The shipped checkpoint folder (model.safetensors + config.json; an ``ablations/`` folder with ``fm/`` and
+``nogate/`` checkpoints, when present, holds the baselines of ``eval generator``)."""
+DEFAULT_STEPS = 1
+"""MeanFlow steps by default: one network call (the one-step map u(z_1, 0, 1))."""
+DEFAULT_CANDIDATES = 2
+"""Candidates sampled per tile (one batched call); the filter checks them lazily, best first."""
 
 
 @dataclass(frozen=True)
@@ -68,17 +68,35 @@ class TileDiagnostics:
     """What happened in the last ``generate`` call (for the fidelity metrics of DESIGN §8).
 
     raw_gaps_m / stitched_gaps_m: endpoint gaps (m) over the winner's successor links (model-predicted edges
-    among new lanes, and port links) before and after stitching; valid_candidates: how many candidates
-    passed the filter; used_fallback: the procedural generator answered.
+    among new lanes, and port links) after decoding (Bézier, port pinning) and after stitching; checked:
+    candidates the filter looked at (lazily, best first, up to the first valid); used_fallback: the
+    procedural generator answered.
     """
 
     raw_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stitched_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    valid_candidates: int = 0
+    checked: int = 0
     candidates: int = 0
     used_fallback: bool = False
     decoded_agents: int = 0
     kept_agents: int = 0
+
+
+LINK_TOL_M = 0.01
+"""A port link is made only where stitching put the lane end on the port (a lane end that reached two
+ports metres apart is snapped onto one of them)."""
+FIRST_TILE_CLEAR_M = 12.0
+"""No decoded agent within this of the first 8 points of a +x road of the first tile (the ego starts there)."""
+
+
+def _along_x(lane: np.ndarray, max_rad: float = 0.5) -> bool:
+    d = lane[2] - lane[0]
+    return abs(float(np.arctan2(d[1], d[0]))) < max_rad
+
+
+def _has_start_road(lanes: np.ndarray) -> bool:
+    """A first tile needs a lane starting along +x (within 0.5 rad) that passes within 6 m of the centre."""
+    return any(_along_x(lane) and float(np.linalg.norm(lane, axis=-1).min()) < 6.0 for lane in lanes)
 
 
 _AGENT_TYPES = np.array([AgentType.VEHICLE, AgentType.PEDESTRIAN, AgentType.CYCLIST, AgentType.OTHER], np.int8)
@@ -86,24 +104,30 @@ _AGENT_TYPES = np.array([AgentType.VEHICLE, AgentType.PEDESTRIAN, AgentType.CYCL
 
 @register_generator("learned")
 class LearnedTileGenerator(TileGenerator):
-    """Outpaints frontier tiles with the learned model (see module docstring)."""
+    """Outpaints frontier tiles with the learned model (see module docstring).
+
+    ``candidates`` are sampled in one batched call per round; ``rounds`` > 1 samples a further batch only
+    when every candidate of the rounds before failed the filter (the fallback then comes later).
+    """
 
     name = "learned"
 
     def __init__(self, checkpoint: str | Path | None = None, sampler: str = "meanflow", steps: int = DEFAULT_STEPS,
-                 candidates: int = 4, exist_threshold: float = 0.5, fallback: str = "procedural",
-                 num_threads: int | None = None, model: OutpaintModel | None = None,
-                 stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None
-                 ) -> None:
+                 candidates: int = DEFAULT_CANDIDATES, exist_threshold: float = 0.5, fallback: str = "procedural",
+                 num_threads: int | None = 1, model: OutpaintModel | None = None,
+                 stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
+                 learned_first_tile: bool = True, rounds: int = 1) -> None:
         from vectorworld.errors import ConfigError
 
-        if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1:
+        if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1 or rounds < 1:
             raise ConfigError(f"invalid learned sampler settings: {sampler!r}, steps={steps}, "
-                              f"candidates={candidates}")
+                              f"candidates={candidates}, rounds={rounds}")
         self.checkpoint = Path(checkpoint) if checkpoint is not None else WEIGHTS_DIR
         self.sampler_name, self.steps, self.candidates = sampler, steps, candidates
+        self.rounds = rounds
         self.exist_threshold = exist_threshold
         self.fallback_name = fallback
+        self.learned_first_tile = learned_first_tile
         self.num_threads = num_threads
         self.stitch_config = stitch_config or StitchConfig()
         self.spawn_config = spawn_config or SpawnFilterConfig()
@@ -128,7 +152,54 @@ class LearnedTileGenerator(TileGenerator):
         return self._fallback
 
     def first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator) -> TileContent:
-        return self.fallback.first_tile(frame, lane_ids, rng)
+        """The start tile, generated from nothing (every token free, no ports) when ``learned_first_tile``;
+        it must hold a road through the tile centre along +x. Otherwise, or when no candidate qualifies,
+        the fallback generator's first tile (``used_fallback``)."""
+        if not self.learned_first_tile:
+            return self.fallback.first_tile(frame, lane_ids, rng)
+        import torch
+
+        cfg = self.model.vae.config
+        ctx = TileContext(tiles=empty_tile(cfg.max_lanes, cfg.max_agents), known_ids=(), known_points=(),
+                          ports=(), hints=np.zeros((cfg.max_lanes, HINT_FEATURES), np.float32))
+        request = TileRequest(frame=frame, ports=(), graph=LaneGraph(), lane_ids=lane_ids, rng=rng)
+        seed = int(rng.integers(0, 2**62))
+        threads = torch.get_num_threads()
+        if self.num_threads is not None:
+            torch.set_num_threads(self.num_threads)
+        try:
+            decoded, z = self._sample(ctx, seed)
+            known = lanes_reference(np.zeros((0, 20, 2)))
+            choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints,
+                                      np.ones(cfg.max_lanes, bool), [], known, self.stitch_config,
+                                      self.exist_threshold, accept=_has_start_road)
+            if not choice.valid:
+                content = self.fallback.first_tile(frame, lane_ids, rng)
+                self.last_diagnostics = TileDiagnostics(candidates=self.candidates, checked=choice.checked,
+                                                        used_fallback=True)
+                return TileContent(content.lanes, content.links, content.agents, used_fallback=True)
+            with torch.inference_mode():
+                edge_types = self.model.vae.decode_edges(z[choice.index:choice.index + 1],
+                                                         torch.as_tensor(choice.slots[choice.check.keep]))
+        finally:
+            torch.set_num_threads(threads)
+        check = choice.check
+        stitched = stitch(choice.lanes, check, [], self.stitch_config)
+        content, diag = self._assemble(request, ctx, choice.lanes[check.keep], stitched, check,
+                                       edge_types.argmax(-1).numpy(),
+                                       decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
+        clear = np.ones(len(content.agents), bool)   # keep the start of the +x roads clear for the ego
+        for lane in stitched:
+            if _along_x(lane):
+                start = lane[:8]
+                local = frame.to_local(content.agents.xy)
+                near = np.linalg.norm(local[:, None] - start[None], axis=-1).min(1) < FIRST_TILE_CLEAR_M
+                clear &= ~near
+        content = TileContent(content.lanes, content.links, content.agents.select(clear))
+        self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
+                                                checked=choice.checked, candidates=self.candidates,
+                                                decoded_agents=diag[2], kept_agents=len(content.agents))
+        return content
 
     def _fall_back(self, request: TileRequest, diagnostics: TileDiagnostics) -> TileContent:
         self.last_diagnostics = diagnostics
@@ -139,9 +210,6 @@ class LearnedTileGenerator(TileGenerator):
     def generate(self, request: TileRequest) -> TileContent:
         import torch
 
-        from vectorworld.generation.learned.outpaint import SamplerConfig
-        from vectorworld.generation.learned.vae import batch_to_torch
-
         model = self.model
         vae_cfg = model.vae.config
         ctx = build_context(request, vae_cfg.max_lanes, vae_cfg.max_agents)
@@ -151,49 +219,62 @@ class LearnedTileGenerator(TileGenerator):
                 self.last_diagnostics = TileDiagnostics()
                 return self.first_tile(request.frame, request.lane_ids, request.rng)
             return self._fall_back(request, TileDiagnostics(used_fallback=True))
-        sampler = SamplerConfig(self.sampler_name, self.steps, self.candidates)
         threads = torch.get_num_threads()
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
         try:
+            frontier = ~ctx.tiles.lane_cond
+            known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
+            checked = 0
+            for attempt in range(self.rounds):  # a further batch only when every candidate failed
+                decoded, z = self._sample(ctx, seed + attempt)
+                choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
+                                          list(ctx.ports), known, self.stitch_config, self.exist_threshold)
+                checked += choice.checked
+                if choice.valid:
+                    break
+            if not choice.valid:
+                return self._fall_back(request, TileDiagnostics(candidates=self.candidates * self.rounds,
+                                                                checked=checked, used_fallback=True))
             with torch.inference_mode():
-                batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]})
-                decoded, z = model.outpaint(batch, sampler, torch.Generator().manual_seed(seed))
-                lane_feat = decoded["lane_feat"].numpy()
-                lane_prob = torch.sigmoid(decoded["lane_logit"]).numpy()
-                agent_feat = decoded["agent_feat"].numpy()
-                agent_prob = torch.sigmoid(decoded["agent_logit"]).numpy()
-                frontier = ~ctx.tiles.lane_cond
-                known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
-                lanes = lane_feat.reshape(len(lane_feat), -1, LANE_POINTS, 2) * HALF_TILE_M
-                checks, slots = [], []
-                for c in range(len(lanes)):
-                    finite = np.isfinite(lanes[c]).all((1, 2))
-                    slot = np.flatnonzero(frontier & finite & (lane_prob[c] > self.exist_threshold))
-                    slots.append(slot)
-                    checks.append(check_candidate(lanes[c, slot], list(ctx.ports), known, self.stitch_config))
-                best = max(range(len(checks)), key=lambda c: (checks[c].score(), -c))
-                n_valid = sum(ch.valid for ch in checks)
-                if not checks[best].valid:
-                    return self._fall_back(request, TileDiagnostics(candidates=len(checks), used_fallback=True))
-                edge_types = model.vae.decode(z[best:best + 1])["edge_logits"][0].argmax(-1).numpy()
+                edge_logits = model.vae.decode_edges(z[choice.index:choice.index + 1],
+                                                     torch.as_tensor(choice.slots[choice.check.keep]))
+            edge_types = edge_logits.argmax(-1).numpy()
         finally:
             torch.set_num_threads(threads)
-        check, slot = checks[best], slots[best][checks[best].keep]
-        raw = lanes[best, slot]
-        stitched = stitch(lanes[best, slots[best]], check, list(ctx.ports), self.stitch_config)
-        content, diag = self._assemble(request, ctx, raw, stitched, check, slot, edge_types,
-                                       agent_feat[best], agent_prob[best])
+        check = choice.check
+        raw = choice.lanes[check.keep]
+        stitched = stitch(choice.lanes, check, list(ctx.ports), self.stitch_config)
+        c = choice.index
+        content, diag = self._assemble(request, ctx, raw, stitched, check, edge_types,
+                                       decoded["agent_feat"][c], decoded["agent_prob"][c])
         self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
-                                                valid_candidates=n_valid, candidates=len(checks),
+                                                checked=checked, candidates=self.candidates,
                                                 decoded_agents=diag[2], kept_agents=len(content.agents))
         return content
 
+    def _sample(self, ctx: TileContext, seed: int) -> tuple[dict[str, np.ndarray], torch.Tensor]:
+        """Sample the candidates of one context in one batched network call per step; numpy outputs."""
+        import torch
+
+        from vectorworld.generation.learned.outpaint import SamplerConfig
+        from vectorworld.generation.learned.vae import batch_to_torch
+
+        sampler = SamplerConfig(self.sampler_name, self.steps, self.candidates)
+        with torch.inference_mode():
+            batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]})
+            decoded, z = self.model.outpaint(batch, sampler, torch.Generator().manual_seed(seed))
+            out = {"lane_feat": decoded["lane_feat"].numpy(),
+                   "lane_prob": torch.sigmoid(decoded["lane_logit"]).numpy(),
+                   "agent_feat": decoded["agent_feat"].numpy(),
+                   "agent_prob": torch.sigmoid(decoded["agent_logit"]).numpy()}
+        return out, z
+
     def _assemble(self, request: TileRequest, ctx: TileContext, raw: np.ndarray, stitched: list[np.ndarray],
-                  check: CandidateCheck,
-                  slot: np.ndarray, edge_types: np.ndarray, agent_feat: np.ndarray, agent_prob: np.ndarray
+                  check: CandidateCheck, edge_types: np.ndarray, agent_feat: np.ndarray, agent_prob: np.ndarray
                   ) -> tuple[TileContent, tuple[np.ndarray, np.ndarray, int]]:
-        """Turn the stitched winner (tile frame) into global lanes, links and agent spawns."""
+        """Turn the stitched winner (tile frame) into global lanes, links and agent spawns; ``edge_types``
+        (n, n) are the decoded edge types among the kept lanes."""
         frame = request.frame
         n = len(stitched)
         ids = [request.lane_ids() for _ in range(n)]
@@ -205,22 +286,27 @@ class LearnedTileGenerator(TileGenerator):
         speed = np.full(n, 13.9)
         links: list[tuple[int, int]] = []
         port_gaps_raw, port_gaps = [], []
-        for port_index, lane in check.port_lane.items():
-            port = request.ports[port_index]
-            local = next(p for p in ctx.ports if p.index == port_index)
-            width[lane], speed[lane] = port.width_m, port.speed_limit_mps
-            end = 0 if port.is_out else -1
+        for port_pos, lane in check.port_links:
+            local = ctx.ports[port_pos]
+            known_lane = request.graph[local.lane_id]
+            width[lane], speed[lane] = known_lane.width_m, known_lane.speed_limit_mps
+            end = 0 if local.is_out else -1
+            gap = float(np.linalg.norm(stitched[lane][end] - local.xy))
+            if gap > LINK_TOL_M:  # its joint was snapped onto another port: no link (the port stays open)
+                continue
             port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
-            port_gaps.append(float(np.linalg.norm(stitched[lane][end] - local.xy)))
-            links.append((port.lane_id, ids[lane]) if port.is_out else (ids[lane], port.lane_id))
-        model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[slot[i], slot[j]] == EDGE_SUCC]
+            port_gaps.append(gap)
+            link = (local.lane_id, ids[lane]) if local.is_out else (ids[lane], local.lane_id)
+            if link not in links:
+                links.append(link)
+        model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[i, j] == EDGE_SUCC]
         raw_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ] + port_gaps_raw
         stitched_gaps = [float(np.linalg.norm(stitched[i][-1] - stitched[j][0])) for i, j in model_succ]
         stitched_gaps += port_gaps
         lanes = []
         for i in range(n):
-            left = tuple(ids[j] for j in range(n) if j != i and edge_types[slot[i], slot[j]] == EDGE_LEFT)
-            right = tuple(ids[j] for j in range(n) if j != i and edge_types[slot[i], slot[j]] == EDGE_RIGHT)
+            left = tuple(ids[j] for j in range(n) if j != i and edge_types[i, j] == EDGE_LEFT)
+            right = tuple(ids[j] for j in range(n) if j != i and edge_types[i, j] == EDGE_RIGHT)
             lanes.append(Lane(id=ids[i], points=frame.to_global(stitched[i]), width_m=float(width[i]),
                               speed_limit_mps=float(speed[i]), successors=tuple(ids[j] for j in succ[i]),
                               predecessors=tuple(ids[j] for j in pred[i]), left_neighbors=left,

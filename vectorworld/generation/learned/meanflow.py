@@ -26,12 +26,13 @@ VelocityFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 @dataclass(frozen=True)
 class MeanFlowConfig:
-    """Time sampling: logit-normal(mean, std) pairs, a share ``interval_ratio`` of them with r < t, and a
-    share ``one_step_ratio`` of long intervals r = 0, t ~ U(``one_step_t_min``, 1).
+    """Time sampling per scene, in four shares: ``interval_ratio`` logit-normal(mean, std) pairs r < t;
+    ``one_step_ratio`` long intervals r = 0, t ~ U(``one_step_t_min``, 1); ``exact_one_step_ratio`` the
+    one-step interval (0, 1) itself; the rest r = t (plain flow matching, which keeps training stable).
 
     The long intervals are what one-step sampling queries (u(z_1, 0, 1)): logit-normal pairs alone almost
-    never reach them (P(t - r > 0.9) ~ 2e-6 with the defaults below), so without this share the one-step
-    map is an untrained extrapolation of the network.
+    never reach them (P(t - r > 0.9) ~ 2e-6), so without these shares the one-step map is an untrained
+    extrapolation of the network (the old shipped checkpoint: 100% fallback at one step).
     """
 
     interval_ratio: float = 0.25
@@ -39,28 +40,30 @@ class MeanFlowConfig:
     logit_std: float = 1.0
     adaptive_power: float = 0.8
     flow_matching_only: bool = False
-    one_step_ratio: float = 0.0
+    one_step_ratio: float = 0.25
     one_step_t_min: float = 0.5
+    exact_one_step_ratio: float = 0.1
 
 
 def sample_times(batch: int, config: MeanFlowConfig, generator: torch.Generator | None = None,
                  device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(r, t), each (B,), with 0 <= r <= t <= 1: r = t for a share 1 - interval_ratio - one_step_ratio of the
-    batch, logit-normal intervals for a share interval_ratio, (0, U(one_step_t_min, 1)) for one_step_ratio.
-    With ``flow_matching_only`` every pair has r = t."""
+    """(r, t), each (B,), with 0 <= r <= t <= 1, in the shares of :class:`MeanFlowConfig`. With
+    ``flow_matching_only`` every pair has r = t."""
     a = torch.sigmoid(config.logit_mean + config.logit_std * torch.randn(batch, generator=generator))
     b = torch.sigmoid(config.logit_mean + config.logit_std * torch.randn(batch, generator=generator))
     t, r = torch.maximum(a, b), torch.minimum(a, b)
     ratio = 0.0 if config.flow_matching_only else config.interval_ratio
     one_step = 0.0 if config.flow_matching_only else config.one_step_ratio
+    exact = 0.0 if config.flow_matching_only else config.exact_one_step_ratio
     u = torch.rand(batch, generator=generator)
     r = torch.where(u >= ratio, t, r)
-    if one_step > 0.0:  # drawn only when used, so configs without it keep their random streams
+    if one_step > 0.0 or exact > 0.0:  # drawn only when used, so configs without it keep their random streams
         long_t = 1.0 - (1.0 - config.one_step_t_min) * torch.rand(batch, generator=generator)
         long = (u >= ratio) & (u < ratio + one_step)
-        t = torch.where(long, long_t, t)
-        r = torch.where(long, torch.zeros_like(r), r)
+        at_one = (u >= ratio + one_step) & (u < ratio + one_step + exact)
+        t = torch.where(long, long_t, torch.where(at_one, torch.ones_like(t), t))
+        r = torch.where(long | at_one, torch.zeros_like(r), r)
     return r.to(device, dtype), t.to(device, dtype)
 
 

@@ -33,16 +33,29 @@ class StitchConfig:
     overlap_m: float = 1.2
     overlap_fraction: float = 0.5
     min_length_m: float = 3.0
+    prune_spurs: bool = True
+    """Drop new lanes with a dangling end (repeatedly: a lane left dangling by that goes too) instead of
+    rejecting the candidate; the verdict then rests on the ports still being continued. Off: the strict
+    filter (any dangling end rejects), used to test the filter on ground truth."""
 
 
 @dataclass(frozen=True)
 class FrontierPort:
-    """A port in the tile frame: xy (2,) m, yaw rad, is_out; ``index`` into the request's ports."""
+    """A place where a new lane may start (``is_out``: a known lane ends there) or end (a known lane starts
+    there), in the tile frame: xy (2,) m, yaw rad (direction of travel).
+
+    ``required`` ports must be continued by a new lane (the frontier's open ends); the others are joints
+    a new lane may use (open ends deep in the known half, starts / ends of known lanes inside the tile: a
+    new road merging into a known one). ``index`` points into the request's ports (-1 for a joint that is
+    not an open port); ``lane_id`` is the known lane.
+    """
 
     index: int
     xy: np.ndarray
     yaw: float
     is_out: bool
+    required: bool = True
+    lane_id: int = -1
 
 
 @dataclass
@@ -50,8 +63,9 @@ class CandidateCheck:
     """Result of checking one candidate. ``keep`` indexes the candidate's lanes that survive."""
 
     keep: np.ndarray
-    port_lane: dict[int, int] = field(default_factory=dict)
-    """port index -> kept-lane position (in ``keep``) connected to it."""
+    port_links: list[tuple[int, int]] = field(default_factory=list)
+    """(position in the checked ports list, kept-lane position) pairs: the lane starts at (out port) / ends
+    at (in port) that port. Several lanes may share one port (a junction fanning out at the frontier)."""
     successors: list[tuple[int, int]] = field(default_factory=list)
     """(i, j) kept-lane positions with end(i) joined to start(j)."""
     unmatched_ports: int = 0
@@ -66,13 +80,23 @@ class CandidateCheck:
         return (float(self.valid), -float(self.unmatched_ports), -float(self.dangling), float(len(self.keep)))
 
 
+@dataclass(frozen=True)
+class KnownLanes:
+    """The known lanes of a tile for the duplicate test: points (M, 2) and headings (M,) (tile frame)."""
+
+    points: np.ndarray
+    headings: np.ndarray
+
+
 def _end_yaw(points: np.ndarray, at_end: bool) -> float:
     d = points[-1] - points[-3] if at_end else points[2] - points[0]
     return float(np.arctan2(d[1], d[0]))
 
 
-def _yaw_close(a: float, b: float, tol: float) -> bool:
-    return abs(float(geometry.wrap_angle(a - b))) <= tol
+def _end_yaws(lanes: np.ndarray, at_end: bool) -> np.ndarray:
+    """Heading (K,) at the start or end of fixed-size polylines (K, P, 2)."""
+    d = lanes[:, -1] - lanes[:, -3] if at_end else lanes[:, 2] - lanes[:, 0]
+    return np.arctan2(d[:, 1], d[:, 0])
 
 
 def border_distance(xy: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
@@ -86,99 +110,153 @@ def _point_headings(lanes: np.ndarray) -> np.ndarray:
     return np.arctan2(g[..., 1], g[..., 0])
 
 
-def _close_fraction(lanes: np.ndarray, yaw: np.ndarray, reference: np.ndarray, reference_yaw: np.ndarray,
-                    config: StitchConfig) -> np.ndarray:
-    """Fraction (K, R) of the points of each lane (K, P, 2) lying within ``overlap_m`` of polyline r's points
-    (R, Q, 2), aligned within ``connect_yaw_rad``."""
-    dist = np.linalg.norm(lanes[:, :, None, None] - reference[None, None], axis=-1)   # (K, P, R, Q)
-    nearest = dist.argmin(-1)                                                        # (K, P, R)
-    d = np.take_along_axis(dist, nearest[..., None], -1)[..., 0]
-    ref_yaw = np.broadcast_to(reference_yaw[None, None], nearest.shape + reference_yaw.shape[-1:])
-    near_yaw = np.take_along_axis(ref_yaw, nearest[..., None], -1)[..., 0]
-    aligned = np.abs(geometry.wrap_angle(yaw[:, :, None] - near_yaw)) < config.connect_yaw_rad
-    return ((d < config.overlap_m) & aligned).mean(1)
+_PROBE = slice(1, None, 2)
+"""The lane vertices probed by the duplicate test (every other one)."""
 
 
-def lanes_reference(lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Points (K * P, 2) and headings of fixed-size polylines (K, P, 2) (for the duplicate test)."""
-    return lanes.reshape(-1, 2), _point_headings(lanes).reshape(-1)
+def _near_aligned(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
+                  config: StitchConfig) -> np.ndarray:
+    """(S, M) bool: probe point s lies within ``overlap_m`` of point m with headings within
+    ``connect_yaw_rad`` -- one 2-D distance matrix, no per-lane-pair 4-D tensor."""
+    d2 = (probe * probe).sum(-1)[:, None] + (points * points).sum(-1)[None, :] - 2.0 * probe @ points.T
+    close = d2 < config.overlap_m ** 2
+    rows, cols = np.nonzero(close)
+    if len(rows):  # headings only where close (a small share of the pairs)
+        close[rows, cols] = np.abs(geometry.wrap_angle(probe_yaw[rows] - yaw[cols])) < config.connect_yaw_rad
+    return close
 
 
-def dense_reference(lanes: list[np.ndarray], spacing_m: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Densified points (M, 2) and headings (M,) of polylines (for the duplicate test)."""
+def lanes_reference(lanes: np.ndarray) -> KnownLanes:
+    """Known lanes as fixed-size polylines (K, P, 2) -> points and headings for the duplicate test."""
+    return KnownLanes(lanes.reshape(-1, 2), _point_headings(lanes).reshape(-1))
+
+
+def dense_reference(lanes: list[np.ndarray], spacing_m: float = 1.0) -> KnownLanes:
+    """Known lanes as ragged polylines, densified at ``spacing_m`` (for the duplicate test)."""
     if not lanes:
-        return np.zeros((0, 2)), np.zeros(0)
+        return KnownLanes(np.zeros((0, 2)), np.zeros(0))
     pts, yaws = [], []
     for lane in lanes:
         dense = geometry.resample_by_spacing(lane, spacing_m)
         pts.append(dense)
         yaws.append(geometry.polyline_headings(dense))
-    return np.concatenate(pts), np.concatenate(yaws)
+    return KnownLanes(np.concatenate(pts), np.concatenate(yaws))
 
 
-def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: tuple[np.ndarray, np.ndarray],
+def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
+                    first: np.ndarray | None = None) -> np.ndarray:
+    """Which lanes (K, P, 2) to drop (K,) bool: a lane is a duplicate if more than ``overlap_fraction`` of
+    its probed vertices lie close to and aligned with a known lane, or with a lane kept before it; shorter
+    than ``min_length_m`` counts as a duplicate too. Lanes flagged in ``first`` (K,) bool (the ones closing a
+    required port) are considered first, so of two overlapping lanes the one that closes a port stays; they
+    are never duplicates of a known lane, and duplicates of another lane only if both ends coincide (two
+    ports merging into one lane are two lanes)."""
+    k, p = lanes.shape[:2]
+    if k == 0:
+        return np.zeros(0, bool)
+    yaw = _point_headings(lanes)
+    probe, probe_yaw = lanes[:, _PROBE].reshape(-1, 2), yaw[:, _PROBE].reshape(-1)
+    per_lane = len(range(p)[_PROBE])
+    drop = geometry.polyline_lengths(lanes)[:, -1] < config.min_length_m
+    if len(known.points):  # a lane that closes a port is kept even where it runs along a known lane (a merge)
+        hit = _near_aligned(probe, probe_yaw, known.points, known.headings, config).any(1)
+        dup_known = hit.reshape(k, per_lane).mean(1) > config.overlap_fraction
+        drop |= dup_known if first is None else dup_known & ~first
+    near = _near_aligned(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
+    # fraction[i, j]: share of lane i's probes near lane j (reduce over j's vertices, then i's probes)
+    fraction = near.reshape(k, per_lane, k, p).any(3).mean(1)
+    kept: list[int] = []
+    order = range(k) if first is None else np.argsort(~first, kind="stable")
+    for i in order:
+        if drop[i]:
+            continue
+        dup = fraction[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
+        if first is not None and first[i] and dup.any():  # a port closer only duplicates a lane on its ends
+            same = ((np.linalg.norm(lanes[kept, 0] - lanes[i, 0], axis=-1) < config.connect_m)
+                    & (np.linalg.norm(lanes[kept, -1] - lanes[i, -1], axis=-1) < config.connect_m))
+            dup &= same
+        if dup.any():
+            drop[i] = True
+            continue
+        kept.append(i)
+    return drop
+
+
+def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
                     config: StitchConfig) -> CandidateCheck:
     """Check one candidate's new lanes (K, P, 2) (tile frame) against ports and known lanes.
 
-    Lanes connected to nothing at either end (no port, no other new lane, away from the border) are
-    dropped as debris before the verdict; any other dangling end makes the candidate invalid.
+    Duplicates (of known lanes or of each other) and too-short lanes are dropped first. Lanes connected to
+    nothing at either end (no port, no other new lane, away from the border) are then dropped as debris,
+    and with ``prune_spurs`` every lane with a dangling end; any dangling end left, or a port no lane
+    continues, makes the candidate invalid.
     """
-    check, isolated = _check(lanes, ports, known, config)
-    if not isolated:
-        return check
-    rest = np.array([k for pos, k in enumerate(check.keep) if pos not in isolated], np.int64)
-    sub, _ = _check(lanes[rest], ports, known, config, dedupe=False)
-    sub.keep = rest[sub.keep]
-    return sub
+    keep = np.flatnonzero(~duplicate_lanes(lanes, known, config, _touches_required(lanes, ports, config)))
+    check, dangling, isolated = _connect(lanes[keep], ports, config)
+    if isolated.any():
+        keep = keep[~isolated]
+        check, dangling, _ = _connect(lanes[keep], ports, config)
+    while config.prune_spurs and dangling.any() and not dangling.all():
+        keep = keep[~dangling]
+        check, dangling, _ = _connect(lanes[keep], ports, config)
+    check.keep = keep
+    return check
 
 
-def _check(lanes: np.ndarray, ports: list[FrontierPort], known: tuple[np.ndarray, np.ndarray],
-           config: StitchConfig, dedupe: bool = True) -> tuple[CandidateCheck, set[int]]:
-    """The candidate check proper; also returns the kept positions of lanes dangling at both ends."""
-    keep: list[int] = []
-    if len(lanes):
-        length = geometry.polyline_lengths(lanes)[:, -1]
-        yaw = _point_headings(lanes)
-        dup_known = np.zeros(len(lanes), bool)
-        if dedupe and len(known[0]):
-            dup_known = (_close_fraction(lanes, yaw, known[0][None], known[1][None], config)[:, 0]
-                         > config.overlap_fraction)
-        mutual = _close_fraction(lanes, yaw, lanes, yaw, config) if dedupe else np.zeros((len(lanes),) * 2)
-        for k in range(len(lanes)):
-            if length[k] < config.min_length_m or dup_known[k]:
-                continue
-            if keep and np.any(mutual[k, keep] > config.overlap_fraction):
-                continue
-            keep.append(k)
-    check = CandidateCheck(keep=np.array(keep, np.int64))
-    kept = lanes[check.keep] if keep else np.zeros((0,) + lanes.shape[1:])
-    starts, ends = kept[:, 0], kept[:, -1]
-    start_yaw = np.array([_end_yaw(p, False) for p in kept])
-    end_yaw = np.array([_end_yaw(p, True) for p in kept])
-    start_used, end_used = np.zeros(len(kept), bool), np.zeros(len(kept), bool)
+def _touches_required(lanes: np.ndarray, ports: list[FrontierPort], config: StitchConfig) -> np.ndarray:
+    """(K,) bool: the lane starts at a required out port or ends at a required in port (distance only)."""
+    touch = np.zeros(len(lanes), bool)
     for port in ports:
-        ends_xy, yaws, used = (starts, start_yaw, start_used) if port.is_out else (ends, end_yaw, end_used)
-        if len(kept) == 0:
-            check.unmatched_ports += 1
-            continue
-        gap = np.linalg.norm(ends_xy - port.xy, axis=-1)
-        ok = (gap < config.connect_m) & ~used & np.array([_yaw_close(y, port.yaw, config.connect_yaw_rad)
-                                                           for y in yaws])
-        if not ok.any():
-            check.unmatched_ports += 1
-            continue
-        best = int(np.argmin(np.where(ok, gap, np.inf)))
-        used[best] = True
-        check.port_lane[port.index] = best
+        if port.required and len(lanes):
+            end = lanes[:, 0] if port.is_out else lanes[:, -1]
+            touch |= ((end - port.xy) ** 2).sum(-1) < config.connect_m ** 2
+    return touch
+
+
+def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
+             ) -> tuple[CandidateCheck, np.ndarray, np.ndarray]:
+    """Port links, successor joints and dangling ends of the kept lanes (K, P, 2); also which kept lanes
+    dangle at an end, and which at both ends (touch nothing), each (K,) bool."""
+    check = CandidateCheck(keep=np.arange(len(kept)))
+    n = len(kept)
+    if n == 0:
+        check.unmatched_ports = sum(p.required for p in ports)
+        return check, np.zeros(0, bool), np.zeros(0, bool)
+    starts, ends = kept[:, 0], kept[:, -1]
+    start_yaw, end_yaw = _end_yaws(kept, False), _end_yaws(kept, True)
+    tol = config.connect_yaw_rad
+    start_used, end_used = np.zeros(n, bool), np.zeros(n, bool)
+    if ports:
+        p_xy = np.array([p.xy for p in ports], np.float64).reshape(-1, 2)
+        p_yaw = np.array([p.yaw for p in ports], np.float64)
+        p_out = np.array([p.is_out for p in ports], bool)
+        p_req = np.array([p.required for p in ports], bool)
+        xy = np.where(p_out[:, None, None], starts[None], ends[None])              # (Pt, K, 2)
+        yaws = np.where(p_out[:, None], start_yaw[None], end_yaw[None])           # (Pt, K)
+        d2 = ((xy - p_xy[:, None]) ** 2).sum(-1)
+        ok = (d2 < config.connect_m ** 2) & (np.abs(geometry.wrap_angle(yaws - p_yaw[:, None])) <= tol)
+        # a lane end links to every required port it reaches (a port may be shared by several lanes, and
+        # known lanes may merge at one port), or else to its nearest optional joint only: an end snapped
+        # onto a port and a joint metres apart would leave a gap at one of them
+        for side in (p_out, ~p_out):
+            req = ok & (side & p_req)[:, None]
+            opt = ok & (side & ~p_req)[:, None]
+            nearest = np.where(opt, d2, np.inf).argmin(0)
+            single = np.zeros_like(opt)
+            single[nearest, np.arange(n)] = opt[nearest, np.arange(n)]
+            ok[side] = np.where(req.any(0)[None], req, single)[side]
+        start_used = (ok & p_out[:, None]).any(0)
+        end_used = (ok & ~p_out[:, None]).any(0)
+        check.unmatched_ports = int((p_req & ~ok.any(1)).sum())
+        check.port_links = [(int(k), int(i)) for k, i in zip(*np.nonzero(ok), strict=True)]
     joined = (np.linalg.norm(ends[:, None] - starts[None], axis=-1) < config.connect_m) & (
-        np.abs(geometry.wrap_angle(end_yaw[:, None] - start_yaw[None])) <= config.connect_yaw_rad)
+        np.abs(geometry.wrap_angle(end_yaw[:, None] - start_yaw[None])) <= tol)
     np.fill_diagonal(joined, False)
     check.successors = [(int(i), int(j)) for i, j in zip(*np.nonzero(joined), strict=True)]
     start_ok = start_used | joined.any(0) | (border_distance(starts) < config.border_m)
     end_ok = end_used | joined.any(1) | (border_distance(ends) < config.border_m)
     check.dangling = int((~start_ok).sum() + (~end_ok).sum())
-    isolated = set(np.flatnonzero(~start_ok & ~end_ok).tolist())
-    return check, isolated
+    return check, ~start_ok | ~end_ok, ~start_ok & ~end_ok
 
 
 def _blend(points: np.ndarray, d_start: np.ndarray, d_end: np.ndarray) -> np.ndarray:
@@ -225,10 +303,9 @@ def stitch(lanes: np.ndarray, check: CandidateCheck, ports: list[FrontierPort], 
     for i, j in check.successors:
         parent[find(2 * i + 1)] = find(2 * j)
     anchor: dict[int, np.ndarray] = {}
-    for port in ports:
-        if port.index in check.port_lane:
-            lane = check.port_lane[port.index]
-            anchor[find(2 * lane if port.is_out else 2 * lane + 1)] = port.xy
+    for index, lane in check.port_links:
+        port = ports[index]
+        anchor[find(2 * lane if port.is_out else 2 * lane + 1)] = port.xy
     groups: dict[int, list[np.ndarray]] = {}
     for node in range(2 * n):
         lane, is_end = divmod(node, 2)

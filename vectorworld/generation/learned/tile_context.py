@@ -31,7 +31,7 @@ class TileContext:
     tiles: the context as :class:`TileTensors` (no leading batch dimension);
     known_ids: (K,) lane ids of the condition lane slots 0..K-1;
     known_points: per known lane, its clipped polyline (tile frame, m);
-    ports: must-connect ports in the tile frame;
+    ports: ports and optional joints in the tile frame (see :func:`_ports`);
     hints: (L, 6) port hints: port k is the hint of frontier slot K + k (see tile_tensors.port_hints).
     """
 
@@ -82,10 +82,10 @@ def clip_to_square(points: np.ndarray, half: float = HALF_TILE_M, spacing_m: flo
 
 
 def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_margin_m: float = 0.5,
-                  port_min_x_m: float = -4.0) -> TileContext:
-    """Known lanes near the tile -> condition lane slots (nearest to the partition first), and the
-    must-connect ports: those inside the square by ``port_margin_m`` with tile-frame x >= ``port_min_x_m``
-    (the frontier; ports deep in the known half or on its outer border are not this tile's to close)."""
+                  port_min_x_m: float = -4.0, required_margin_m: float = 2.5) -> TileContext:
+    """Known lanes near the tile -> condition lane slots (nearest to the partition first), and the ports:
+    required ones (open ends inside the square by ``required_margin_m`` with tile-frame x >= ``port_min_x_m``:
+    the frontier) and optional joints (see :func:`_ports`). Port hints go to the required ports."""
     frame = request.frame
     radius = HALF_TILE_M * np.sqrt(2.0) + 8.0
     candidates = []
@@ -116,18 +116,98 @@ def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_ma
         left.append([slot[j] for j in lane.left_neighbors if j in slot])
         right.append([slot[j] for j in lane.right_neighbors if j in slot])
     tiles.edges[:] = edges_from_lists(succ, left, right, max_lanes)
-    ports = []
-    for index, port in enumerate(request.ports):
-        xy = frame.to_local(np.asarray(port.xy, np.float64))
-        if np.max(np.abs(xy)) > HALF_TILE_M - port_margin_m or xy[0] < port_min_x_m:
-            continue
-        ports.append(FrontierPort(index=index, xy=xy, yaw=float(geometry.wrap_angle(port.yaw - frame.yaw)),
-                                  is_out=port.is_out))
+    ports = _ports(request, near, port_margin_m, port_min_x_m, required_margin_m)
+    hints = slot_hints(ports, len(ids), max_lanes)
+    return TileContext(tiles=tiles, known_ids=ids, known_points=tuple(c[2] for c in candidates),
+                       ports=tuple(ports), hints=hints)
+
+
+def slot_hints(ports: list[FrontierPort], known: int, max_lanes: int) -> np.ndarray:
+    """Port hints (max_lanes, 6) of the free slots: required port k hints slot ``known + k``."""
     hints = np.zeros((max_lanes, HINT_FEATURES), np.float32)
-    for k, port in enumerate(ports[:max_lanes - len(ids)]):
-        row = hints[len(ids) + k]
+    required = [p for p in ports if p.required]
+    for k, port in enumerate(required[:max_lanes - known]):
+        row = hints[known + k]
         row[0 if port.is_out else 1] = 1.0
         row[2:4] = port.xy / HALF_TILE_M
         row[4:6] = np.cos(port.yaw), np.sin(port.yaw)
-    return TileContext(tiles=tiles, known_ids=ids, known_points=tuple(c[2] for c in candidates),
-                       ports=tuple(ports), hints=hints)
+    return hints
+
+
+def _ports(request: TileRequest, near: list[int], margin_m: float, min_x_m: float, required_margin_m: float
+           ) -> list[FrontierPort]:
+    """The request's open ports inside the square by ``margin_m`` (required when at tile-frame x >=
+    ``min_x_m`` and inside by ``required_margin_m``: the frontier; the ones deeper in the known half or at the
+    border, where the lane continuing them may lie mostly outside this tile, are optional), then every other start / end
+    of a known lane inside the square, as optional joints (a new road may merge into a known one there)."""
+    frame = request.frame
+    ports: list[FrontierPort] = []
+    seen = set()
+    for index, port in enumerate(request.ports):
+        xy = frame.to_local(np.asarray(port.xy, np.float64))
+        if np.max(np.abs(xy)) > HALF_TILE_M - margin_m:
+            continue
+        seen.add((port.lane_id, port.is_out))
+        ports.append(FrontierPort(index=index, xy=xy, yaw=float(geometry.wrap_angle(port.yaw - frame.yaw)),
+                                  is_out=port.is_out, lane_id=port.lane_id,
+                                  required=bool(xy[0] >= min_x_m
+                                                and np.max(np.abs(xy)) <= HALF_TILE_M - required_margin_m)))
+    if not near:
+        return ports
+    lanes = [request.graph[lane_id] for lane_id in near]
+    ends = np.stack([np.stack([lane.points[-1], lane.points[-2], lane.points[0], lane.points[1]])
+                     for lane in lanes])                                            # (N, 4, 2)
+    local = frame.to_local(ends.reshape(-1, 2)).reshape(-1, 4, 2)
+    inside = np.max(np.abs(local[:, [0, 2]]), -1) <= HALF_TILE_M - margin_m      # (N, 2): end, start
+    for k, is_out, a, b in ((0, True, 1, 0), (1, False, 2, 3)):
+        for n in np.flatnonzero(inside[:, k]):
+            if (near[n], is_out) in seen:
+                continue
+            d = local[n, b] - local[n, a]
+            ports.append(FrontierPort(index=-1, xy=local[n, 0 if is_out else 2], yaw=float(np.arctan2(d[1], d[0])),
+                                      is_out=is_out, required=False, lane_id=near[n]))
+    return ports
+
+
+def tile_ports(tile: TileTensors, margin_m: float = 0.5, required_margin_m: float = 2.5) -> list[FrontierPort]:
+    """The ports of a partitioned ground-truth tile (training / held-out checks): the end of a known lane
+    with a frontier successor is a required out port, the start of a known lane with a frontier predecessor
+    a required in port (when inside the square by ``required_margin_m``); every other end / start of a known
+    lane inside the square by ``margin_m`` is an optional joint. ``lane_id`` is the known lane's slot."""
+    from vectorworld.generation.learned.tile_tensors import EDGE_PRED, EDGE_SUCC
+
+    known = np.flatnonzero(tile.lane_valid & tile.lane_cond)
+    frontier = tile.lane_valid & ~tile.lane_cond
+    ports: list[FrontierPort] = []
+    for i in known:
+        pts = tile.lane_points[i].astype(np.float64)
+        for is_out, kind in ((True, EDGE_SUCC), (False, EDGE_PRED)):
+            xy = pts[-1] if is_out else pts[0]
+            inside = HALF_TILE_M - float(np.max(np.abs(xy)))
+            if inside < margin_m:
+                continue
+            d = pts[-1] - pts[-3] if is_out else pts[2] - pts[0]
+            linked = bool(np.any((tile.edges[i] == kind) & frontier))
+            ports.append(FrontierPort(index=len(ports), xy=xy, yaw=float(np.arctan2(d[1], d[0])), is_out=is_out,
+                                      required=linked and inside >= required_margin_m, lane_id=int(i)))
+    return ports
+
+
+def context_from_tile(tile: TileTensors) -> TileContext:
+    """The inference context of a partitioned ground-truth tile (held-out checks): its known lanes moved to
+    the first slots, every frontier lane and agent removed, the ports of :func:`tile_ports` and their hints
+    on the free slots -- what ``build_context`` would give for the same known world. ``known_ids`` are the
+    known lanes' slots in ``tile``."""
+    known = np.flatnonzero(tile.lane_valid & tile.lane_cond)
+    ctx = empty_tile(tile.num_lanes, tile.num_agents)
+    k = len(known)
+    ctx.lane_points[:k] = tile.lane_points[known]
+    ctx.lane_valid[:k] = True
+    ctx.lane_cond[:k] = True
+    ctx.edges[:k, :k] = tile.edges[np.ix_(known, known)]
+    ports = tile_ports(tile)
+    moved = [FrontierPort(p.index, p.xy, p.yaw, p.is_out, p.required, int(np.flatnonzero(known == p.lane_id)[0]))
+             for p in ports]
+    return TileContext(tiles=ctx, known_ids=tuple(range(k)),
+                       known_points=tuple(tile.lane_points[i].astype(np.float64) for i in known),
+                       ports=tuple(moved), hints=slot_hints(moved, k, tile.num_lanes))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld import geometry
+from vectorworld.generation.learned.bezier import BEZIER_FEATURES, CONTROL_POINTS, fit_bezier
 
 LANE_POINTS = 20
 MOTION_POINTS = 6
@@ -26,7 +27,8 @@ EDGE_NONE, EDGE_PRED, EDGE_SUCC, EDGE_LEFT, EDGE_RIGHT = range(NUM_EDGE_TYPES)
 NUM_AGENT_TYPES = 4
 """Agent type classes in the tensors: 0 vehicle, 1 pedestrian, 2 cyclist, 3 other (AgentType - 1)."""
 
-LANE_FEATURES = LANE_POINTS * 2
+LANE_FEATURES = BEZIER_FEATURES
+"""Model-side lane features: the 4 cubic Bézier control points / 32 m (see bezier.py)."""
 HINT_FEATURES = 6
 """Port hint of a lane slot: (starts at an out port, ends at an in port, x / 32, y / 32, cos, sin)."""
 AGENT_FEATURES = 7 + NUM_AGENT_TYPES + MOTION_POINTS * 2
@@ -173,8 +175,14 @@ def partition_tile(points: list[np.ndarray], successors: list[list[int]], left: 
 
 
 def lane_features(lane_points: np.ndarray) -> np.ndarray:
-    """Normalised lane features (..., L, 40): points / 32 m, flattened."""
-    return (lane_points / HALF_TILE_M).reshape(*lane_points.shape[:-2], LANE_FEATURES).astype(np.float32)
+    """Normalised lane features (..., L, 8): fitted Bézier control points / 32 m, flattened."""
+    control = fit_bezier(lane_points) / HALF_TILE_M
+    return control.reshape(*lane_points.shape[:-2], LANE_FEATURES).astype(np.float32)
+
+
+def lane_control_points(features: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`lane_features`: (..., L, 8) -> control points (..., L, 4, 2) in m."""
+    return features.reshape(*features.shape[:-1], CONTROL_POINTS, 2).astype(np.float64) * HALF_TILE_M
 
 
 def agent_features(state: np.ndarray, agent_type: np.ndarray, motion: np.ndarray) -> np.ndarray:

@@ -2,14 +2,15 @@
 
 Tokens are ordered lanes first (L), then agents (A); N = L + A. Each token gets a latent of size ``latent``.
 
-* Lanes: an MLP over the normalised 20-point centreline, then relational message passing along the typed
-  lane-graph edges (one weight per edge type).
+* Lanes: an MLP over the lane's normalised cubic Bézier control points (bezier.py), then relational
+  message passing along the typed lane-graph edges (one weight per edge type).
 * Agents: a static embedding (x, y, speed, cos, sin, length, width, type) and a motion embedding (the
   6-point body-frame motion code) mixed by a learned gate g = sigmoid(W [h_static, h_motion]):
   h = h_static + g * h_motion (parked cars learn g -> 0).
 * Padding slots are encoded too (their ``valid`` flag is an input) so the decoder can say "no token here".
-* Decoder: per-token MLPs (lane points + existence, agent state + type + motion + existence) and a
-  pairwise edge classifier over lane pairs fed with decoded geometry (end(i) - start(j), relative pose).
+* Decoder: per-token MLPs (lane control points + existence, agent state + type + motion + existence) and a
+  pairwise edge classifier over lane pairs fed with the decoded curves (end(i) - start(j), relative pose).
+  Decoded lanes are Bézier curves, smooth by construction.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from vectorworld.generation.learned.bezier import CONTROL_POINTS, bezier_basis
 from vectorworld.generation.learned.tile_tensors import (
     AGENT_FEATURES,
     HALF_TILE_M,
@@ -146,8 +148,8 @@ class TileVAE(nn.Module):
     def decode(self, z: torch.Tensor, with_edges: bool = True) -> dict[str, torch.Tensor]:
         """Decode latents (B, N, Z) into normalised tile features.
 
-        Returns lane_feat (B, L, 40), lane_logit (B, L), edge_logits (B, L, L, 5) (if ``with_edges``),
-        agent_feat (B, A, 23) (type part as logits) and agent_logit (B, A).
+        Returns lane_feat (B, L, 8) (Bézier control points / 32 m), lane_logit (B, L), edge_logits
+        (B, L, L, 5) (if ``with_edges``), agent_feat (B, A, 23) (type part as logits) and agent_logit (B, A).
         """
         n_l = self.config.max_lanes
         h_l = self.lane_dec(z[:, :n_l])
@@ -156,9 +158,15 @@ class TileVAE(nn.Module):
         out = {"lane_feat": lane_out[..., :-1], "lane_logit": lane_out[..., -1],
                "agent_feat": agent_out[..., :-1], "agent_logit": agent_out[..., -1]}
         if with_edges:
-            points = out["lane_feat"].view(*lane_out.shape[:2], LANE_POINTS, 2)
-            out["edge_logits"] = self.edge_dec(h_l, points)
+            out["edge_logits"] = self.edge_dec(h_l, curve_points(out["lane_feat"]))
         return out
+
+    def decode_edges(self, z: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """Edge-type logits (n, n, 5) among the lane slots ``slots`` (n,) of one tile's latents (1, N, Z):
+        the edge decoder on those lanes only (what the generator needs for the chosen candidate)."""
+        h_l = self.lane_dec(z[:, slots])
+        feat = self.lane_points(h_l)[..., :-1]
+        return self.edge_dec(h_l, curve_points(feat))[0]
 
     def loss(self, batch: dict[str, torch.Tensor], generator: torch.Generator | None = None
              ) -> tuple[torch.Tensor, dict[str, float]]:
@@ -170,12 +178,26 @@ class TileVAE(nn.Module):
         return reconstruction_loss(out, batch, mu, logvar, self.config.kl_weight)
 
 
+_BASIS: dict[tuple[int, str], torch.Tensor] = {}
+
+
+def curve_points(lane_feat: torch.Tensor, points: int = LANE_POINTS) -> torch.Tensor:
+    """Bézier lane features (..., L, 8) -> curve points (..., L, points, 2), same (normalised) units."""
+    key = (points, str(lane_feat.device))
+    if key not in _BASIS:
+        _BASIS[key] = torch.as_tensor(bezier_basis(points), device=lane_feat.device)
+    control = lane_feat.reshape(*lane_feat.shape[:-1], CONTROL_POINTS, 2)
+    return torch.einsum("pk,...kd->...pd", _BASIS[key].to(lane_feat.dtype), control)
+
+
 def reconstruction_loss(out: dict[str, torch.Tensor], batch: dict[str, torch.Tensor], mu: torch.Tensor,
                         logvar: torch.Tensor, kl_weight: float) -> tuple[torch.Tensor, dict[str, float]]:
-    """Weighted reconstruction terms; lane points are compared in metres (smooth L1, beta 0.2 m)."""
+    """Weighted reconstruction terms; lane curves are compared in metres at 20 parameters (smooth L1, beta
+    0.2 m), which weighs the control points by how much they move the curve."""
     lv, av = batch["lane_valid"].float(), batch["agent_valid"].float()
-    pts_err = F.smooth_l1_loss(out["lane_feat"] * HALF_TILE_M, batch["lane_feat"] * HALF_TILE_M,
-                               beta=0.2, reduction="none").mean(-1)
+    pts_err = F.smooth_l1_loss(curve_points(out["lane_feat"]) * HALF_TILE_M,
+                               curve_points(batch["lane_feat"]) * HALF_TILE_M,
+                               beta=0.2, reduction="none").mean((-1, -2))
     lane_pts = (pts_err * lv).sum() / lv.sum().clamp(min=1.0)
     lane_exist = F.binary_cross_entropy_with_logits(out["lane_logit"], lv)
     edge_mask = lv[:, :, None] * lv[:, None]
@@ -206,8 +228,9 @@ def batch_to_torch(tiles: dict[str, object], device: str | torch.device = "cpu")
     """Convert batched :class:`TileTensors` fields (numpy, leading B) to the model's torch inputs.
 
     Returns lane_hint (B, L, 6) (given as ``lane_hint`` or derived from the edges, see
-    tile_tensors.port_hints), lane_feat (B, L, 40), lane_valid/lane_cond (B, L) bool, edges (B, L, L) long,
-    agent_feat (B, A, 23), agent_valid/agent_cond (B, A) bool (all normalised, tile frame).
+    tile_tensors.port_hints), lane_feat (B, L, 8) (Bézier control points / 32 m), lane_valid /
+    lane_cond (B, L) bool, edges (B, L, L) long, agent_feat (B, A, 23), agent_valid / agent_cond (B, A) bool
+    (all normalised, tile frame).
     """
     import numpy as np
 

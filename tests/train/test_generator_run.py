@@ -1,0 +1,57 @@
+"""The resumable generator training run: k steps + resume + the rest == the whole run straight, bitwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.generation.conftest import one_torch_thread  # noqa: F401  (the fixture)
+from tests.generation.synthetic_tiles import synthetic_tiles
+from vectorworld.generation.learned.egr_dit import DiTConfig
+from vectorworld.generation.learned.tile_tensors import TileTensors
+from vectorworld.generation.learned.vae import VAEConfig
+from vectorworld.train.generator_run import LATEST, STATE_FILE, RunConfig, run_training
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+VAE = VAEConfig(max_lanes=12, max_agents=8, hidden=32, latent=8)
+DIT = DiTConfig(latent=8, max_lanes=12, max_agents=8, dim=32, depth=2, heads=2)
+CONFIG = RunConfig(vae=VAE, dit=DIT, vae_steps=4, dit_steps=6, batch_size=4, warmup_steps=2, log_every=2,
+                   eval_every=3, eval_tiles=2, checkpoint_every_s=1e9)
+
+
+def _data() -> tuple[dict, list[TileTensors]]:
+    tiles = synthetic_tiles(8, seed=1, max_lanes=12, max_agents=8)
+    held = synthetic_tiles(2, seed=9, max_lanes=12, max_agents=8)
+    return tiles, [TileTensors(**{k: v[i] for k, v in held.items()}) for i in range(2)]
+
+
+def _weights(run) -> dict[str, torch.Tensor]:  # noqa: ANN001
+    return {**{f"vae.{k}": v for k, v in run.vae.state_dict().items()},
+            **{f"dit.{k}": v for k, v in run.model.dit.state_dict().items()}}
+
+
+def test_resume_equals_a_straight_run(tmp_path: Path) -> None:
+    tiles, held = _data()
+    straight = run_training(tiles, held, CONFIG, tmp_path / "a")
+    assert straight.state.stage == "done" and straight.dit_trainer.step == 6
+    run_training(tiles, held, CONFIG, tmp_path / "b", stop_after_steps=3)           # stops inside the VAE
+    mid = run_training(tiles, held, CONFIG, tmp_path / "b", resume=True, stop_after_steps=7)  # inside the DiT
+    assert mid.state.stage == "dit" and mid.dit_trainer.step == 3
+    resumed = run_training(tiles, held, CONFIG, tmp_path / "b", resume=True)
+    a, b = _weights(straight), _weights(resumed)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+    assert [p["dit_step"] for p in resumed.state.curve] == [3.0, 6.0]
+    assert [p["loss"] for p in resumed.state.curve] == [p["loss"] for p in straight.state.curve]
+    assert (tmp_path / "b" / STATE_FILE).is_file() and (tmp_path / "b" / LATEST / "model.safetensors").is_file()
+
+
+def test_without_resume_a_run_starts_over(tmp_path: Path) -> None:
+    tiles, held = _data()
+    run_training(tiles, held, CONFIG, tmp_path, stop_after_steps=5)
+    again = run_training(tiles, held, CONFIG, tmp_path, stop_after_steps=2)
+    assert again.vae_trainer.step == 2 and again.state.stage == "vae"

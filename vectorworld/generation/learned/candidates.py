@@ -1,0 +1,84 @@
+"""From decoded candidates to the chosen one: Bézier decode with port pinning, then the validity filter,
+checked lazily in best-first order (the first valid candidate wins; the rest are never checked).
+
+Shared by the learned generator (streaming requests) and the training run's held-out validity curve, so
+both measure the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld.generation.learned.bezier import bezier_points, pin_to_ports
+from vectorworld.generation.learned.stitching import (
+    CandidateCheck,
+    FrontierPort,
+    KnownLanes,
+    StitchConfig,
+    check_candidate,
+)
+from vectorworld.generation.learned.tile_tensors import LANE_POINTS, lane_control_points
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The chosen candidate: its index, the frontier slots it keeps (``slots[check.keep]`` are the kept
+    lanes' slots), their decoded, pinned polylines (n, 20, 2) m before the filter, the check, and how many
+    candidates were checked / were valid."""
+
+    index: int
+    slots: np.ndarray
+    lanes: np.ndarray
+    check: CandidateCheck
+    checked: int
+
+    @property
+    def valid(self) -> bool:
+        return self.check.valid
+
+
+def decode_lanes(lane_feat: np.ndarray, hints: np.ndarray) -> np.ndarray:
+    """Lane features of one candidate (L, 8) -> pinned polylines (L, 20, 2), tile frame, m."""
+    control = pin_to_ports(lane_control_points(lane_feat), hints)
+    return bezier_points(control, LANE_POINTS)
+
+
+def candidate_order(lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarray, threshold: float
+                    ) -> np.ndarray:
+    """Candidates (C,) best first, by a cheap proxy: hinted port slots that exist, then the mean confidence
+    of the existence decisions over the frontier slots."""
+    hinted = (hints[:, 0] + hints[:, 1] > 0.5) & frontier
+    ports_kept = ((lane_prob > threshold) & hinted[None]).sum(1)
+    confidence = np.abs(lane_prob - 0.5)[:, frontier].mean(1) if frontier.any() else np.zeros(len(lane_prob))
+    return np.lexsort((np.arange(len(lane_prob)), -confidence, -ports_kept))
+
+
+def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarray,
+                     ports: list[FrontierPort], known: KnownLanes, config: StitchConfig,
+                     threshold: float = 0.5, accept: Callable[[np.ndarray], bool] | None = None) -> Choice:
+    """The first valid candidate in best-first order, or (none valid) the best-scoring one.
+
+    lane_feat (C, L, 8), lane_prob (C, L): decoded candidates; hints (L, 6): port hints of the slots;
+    frontier (L,) bool: the generated slots; ports / known: the tile's ports and known lanes; ``accept``:
+    an extra condition on a valid candidate's kept lanes (n, 20, 2) (the first tile needs a road along +x).
+    """
+    best: Choice | None = None
+    checked = 0
+    for c in candidate_order(lane_prob, hints, frontier, threshold):
+        checked += 1
+        lanes = decode_lanes(lane_feat[c], hints)
+        finite = np.isfinite(lanes).all((1, 2))
+        slots = np.flatnonzero(frontier & finite & (lane_prob[c] > threshold))
+        check = check_candidate(lanes[slots], ports, known, config)
+        if check.valid and accept is not None and not accept(lanes[slots][check.keep]):
+            check.dangling += 1  # not acceptable: ranks like an invalid candidate
+        choice = Choice(int(c), slots, lanes[slots], check, checked)
+        if check.valid:
+            return choice
+        if best is None or check.score() > best.check.score():
+            best = choice
+    assert best is not None
+    return Choice(best.index, best.slots, best.lanes, best.check, checked)
