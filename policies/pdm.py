@@ -28,11 +28,14 @@ from vectorworld import geometry
 from vectorworld.scene import LaneGraph
 from vectorworld.scoring import metrics as m
 from vectorworld.scoring.collisions import (
+    BEHIND_ANGLE_RAD,
     CollisionType,
     ObjectClass,
     at_fault,
     classify_collisions,
     object_class,
+    rear_axle,
+    relative_angle,
 )
 from vectorworld.scoring.signals import EgoKinematics
 from vectorworld.scoring.ttc import relevant_agents
@@ -45,8 +48,8 @@ SPEED_FRACTIONS = (1.0, 0.8, 0.6, 0.4, 0.2)
 """Of the speed cap; the first is preferred on ties (so is the centreline)."""
 OFFSETS_M = (0.0, -1.0, 1.0)
 FORECAST_STEPS = 40
-SCORE_EVERY = 5
-"""Forecast samples scored: every 0.5 s."""
+SCORE_EVERY = 3
+"""Forecast samples scored: every 0.3 s."""
 LATERAL_BLEND_M = 15.0
 """Distance over which a proposal moves to its lateral offset."""
 STOP_DECEL_MPS2 = 3.0
@@ -175,14 +178,18 @@ class PdmPlanner(IdmRoutePlanner):
             first = np.argmax(hit.any(-1), 1)
             collides = hit.any((1, 2))
             classes = object_class(a.agent_type[o])
+            follower = relative_angle(rear_axle(a.xy[e], a.yaw[e]), a.yaw[e], a.xy[o]) > BEHIND_ANGLE_RAD
             for q in np.nonzero(collides)[0]:
                 k = first[q]
                 n_hit = np.nonzero(hit[q, k])[0]
                 kinds = classify_collisions(ego[q, k, :2], ego[q, k, 2], ego[q, k, 3], a.length[e], a.width[e],
                                             at_xy[k, n_hit], a.yaw[o][n_hit], a.speed[o][n_hit], a.length[o][n_hit],
                                             a.width[o][n_hit], a.agent_type[o][n_hit])
-                # Stricter than the episode score: a side contact in a forecast counts even in-lane.
-                fault = at_fault(kinds, offsets[q] != 0.0) | (kinds == CollisionType.ACTIVE_LATERAL)
+                # Stricter than the episode score: in a forecast every contact counts as one to avoid (the
+                # crossing car that would hit our side or rear quarter too) but one by a car following us
+                # now (braking cannot avoid it) or with the ego standing.
+                fault = (at_fault(kinds, offsets[q] != 0.0) | (kinds == CollisionType.ACTIVE_LATERAL)
+                         | ((kinds == CollisionType.ACTIVE_REAR) & ~follower[n_hit]))
                 for cls in classes[n_hit][fault]:
                     (vru if cls == ObjectClass.VRU else vehicle if cls == ObjectClass.VEHICLE else obj)[q] += 1
                 if fault.any():

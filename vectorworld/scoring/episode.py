@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.scene import Agents, LaneGraph
+from vectorworld.scene import Agents, AgentType, LaneGraph
 from vectorworld.scoring import driving_score as carla
 from vectorworld.scoring.collisions import ObjectClass, at_fault, classify_collisions, object_class
 from vectorworld.scoring.lanes import locate
@@ -35,6 +35,10 @@ from vectorworld.scoring.ttc import relevant_agents, time_to_collision
 from vectorworld.world.routes import RoutePath, build_path
 
 OFF_ROUTE_M = 4.0
+TRAFFIC_RADIUS_M = 40.0
+TRAFFIC_HEADING_RAD = np.pi / 4
+"""The reference driver moves with the traffic going the ego's way: vehicles in traffic (on a route, not
+parked) within 40 m whose heading is within 45 deg of the ego's."""
 _COLLISION_NAMES = ("stopped_ego", "stopped_track", "active_front", "active_rear", "active_lateral")
 _CARLA_COLLISION = {ObjectClass.VRU: "collision_pedestrian", ObjectClass.VEHICLE: "collision_vehicle",
                     ObjectClass.OBJECT: "collision_static"}
@@ -81,9 +85,10 @@ class EpisodeScorer:
         self._speed.append(float(agents.speed[e]))
 
     def step(self, step: int, agents: Agents, ego_slot: int, graph: LaneGraph, route: Sequence[int],
-             collided_ids: Sequence[int], ego_offroad: bool) -> None:
+             collided_ids: Sequence[int], ego_offroad: bool, traffic: np.ndarray | None = None) -> None:
         """The state after step ``step``. ``route``: the ego's route lanes before the step; ``collided_ids``:
-        agents whose box the ego's overlaps now; ``ego_offroad``: a corner > 0.3 m off the drivable area."""
+        agents whose box the ego's overlaps now; ``ego_offroad``: a corner > 0.3 m off the drivable area;
+        ``traffic``: (C,) bool, the agents in traffic (routed, not parked; None: every vehicle)."""
         e, a = ego_slot, agents
         xy, yaw, speed = a.xy[e], float(a.yaw[e]), float(a.speed[e])
         length, width = float(a.length[e]), float(a.width[e])
@@ -96,7 +101,7 @@ class EpisodeScorer:
         self._lane, self._lane_s = pos.lane_id, pos.s_m
         self._lane_progress.append(progress)
         over = max(0.0, speed - pos.speed_limit_mps) if pos.lane_id >= 0 else 0.0
-        if over > 0.0 and self._overspeed[-1] == 0.0:
+        if over > 0.0 and (self._overspeed[-1] == 0.0 or len(self._overspeed) == 1):
             self._event(step, "overspeed", f"{speed:.1f} m/s in a {pos.speed_limit_mps:.1f} m/s lane")
         self._overspeed.append(over)
         if ego_offroad and not self._offroad[-1]:
@@ -105,7 +110,8 @@ class EpisodeScorer:
         moved = float(np.linalg.norm(xy - before))
         if not ego_offroad:
             self.on_road_m += moved
-        self._route_progress(graph, route, before, xy, pos.speed_limit_mps)
+        self._route_progress(graph, route, before, xy, self._reference_speed(a, e, pos.speed_limit_mps, graph,
+                                                                            route, traffic))
         fault_now = self._collisions(step, a, e, collided_ids, between)
         ttc = 0.0 if fault_now else self._ttc(a, e, between or pos.in_junction)
         self.min_ttc_s = min(self.min_ttc_s, ttc)
@@ -117,11 +123,36 @@ class EpisodeScorer:
             self._carla["agent_blocked"] = self._carla.get("agent_blocked", 0) + 1
             self._event(step, "agent_blocked", f"ego still for {carla.BLOCKED_S:g} s")
 
+    def events_at(self, step: int) -> tuple[str, ...]:
+        """Kinds of the events of ``step`` (they are appended in step order, so only the tail is read)."""
+        kinds = []
+        for event in reversed(self.events):
+            if event["step"] != step:
+                break
+            kinds.append(event["kind"])
+        return tuple(reversed(kinds))
+
     def _event(self, step: int, kind: str, detail: str) -> None:
         self.events.append({"step": int(step), "kind": kind, "detail": detail})
 
+    def _reference_speed(self, a: Agents, e: int, limit_mps: float, graph: LaneGraph, route: Sequence[int],
+                         traffic: np.ndarray | None) -> float:
+        """The reference driver's speed this step: the mean speed of the traffic going the ego's way (see
+        :data:`TRAFFIC_RADIUS_M`), at most the lane's speed limit; the limit itself on an empty road."""
+        if not np.isfinite(limit_mps):
+            known = [i for i in route if i in graph]
+            limit_mps = graph[known[0]].speed_limit_mps if known else 0.0
+        near = a.valid & (a.agent_type == AgentType.VEHICLE) & (np.arange(a.capacity) != e)
+        if traffic is not None:
+            near &= traffic
+        near &= np.einsum("ij,ij->i", a.xy - a.xy[e], a.xy - a.xy[e]) < TRAFFIC_RADIUS_M**2
+        near &= np.abs(geometry.wrap_angle(a.yaw - a.yaw[e])) < TRAFFIC_HEADING_RAD
+        if not near.any():
+            return float(limit_mps)
+        return float(min(limit_mps, max(0.0, float(a.speed[near].mean()))))
+
     def _route_progress(self, graph: LaneGraph, route: Sequence[int], before: np.ndarray, after: np.ndarray,
-                        limit_mps: float) -> None:
+                        reference_mps: float) -> None:
         known = tuple(i for i in route[:3] if i in graph)
         if not known:
             return
@@ -133,8 +164,7 @@ class EpisodeScorer:
         s, lat, _ = geometry.project_to_polyline(np.stack([before, after]), path.points)
         if abs(float(lat[1])) <= OFF_ROUTE_M:
             self.route_progress_m += float(s[1] - s[0])
-        limit = limit_mps if np.isfinite(limit_mps) else graph[known[0]].speed_limit_mps
-        self.reference_progress_m += limit * self.dt_s
+        self.reference_progress_m += reference_mps * self.dt_s
 
     def _collisions(self, step: int, a: Agents, e: int, collided_ids: Sequence[int], between: bool) -> bool:
         new = [i for i in collided_ids if i not in self._collided]

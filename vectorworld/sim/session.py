@@ -239,9 +239,14 @@ class Session:
         step_metrics = self.tracker.step(before, self.agents, self.ego_slot, before.valid & self.agents.valid,
                                          self.world.drivable)
         self.metrics.add(step_metrics)
-        self._last_step_metrics = step_metrics
+        routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
         self.scorer.step(self.step_index, self.agents, self.ego_slot, self.world.graph,
-                         tuple(self.routes.get(self.ego_id)), step_metrics.ego_collided_ids, step_metrics.ego_offroad)
+                         tuple(self.routes.get(self.ego_id)), step_metrics.ego_collided_ids, step_metrics.ego_offroad,
+                         traffic=np.isin(self.agents.id, routed))
+        started = self.scorer.events_at(self.step_index)
+        if started:
+            step_metrics = dataclasses.replace(step_metrics, score_events=started)
+        self._last_step_metrics = step_metrics
         live = np.nonzero(self.agents.valid)[0]
         self.routes.advance(self.world.graph, self.agents.id[live], self.agents.xy[live], self.agents.yaw[live])
         for agent_id in np.sort(self.agents.id[live]).tolist():
