@@ -31,7 +31,8 @@ def test_speeding_ego_infractions_are_events_to_jump_to(tmp_path: Path) -> None:
     assert overspeed, report["score_events"]
     first = store.index_of_step(overspeed[0])
     assert "overspeed" in store.events.score_events[first]
-    assert store.events.next_event(0, (EventKind.INFRACTION,)) == store.index_of_step(report["score_events"][0]["step"])
+    first_event = report["score_events"][0]["step"]
+    assert store.events.next_event(0, (EventKind.INFRACTION,)) == store.index_of_step(first_event)
     assert EventKind.INFRACTION in store.events.at(first)
     assert store.events.metrics_so_far(store.last_index).infractions == len(report["score_events"])
     surface = render_to_surface(store, first, (640, 400))

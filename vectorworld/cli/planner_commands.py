@@ -56,6 +56,7 @@ def register(app: typer.Typer) -> None:
         km: float = typer.Option(1.0, "--km", help="Target distance per episode."),
         seed: int = typer.Option(0, "--seed"),
         npc: str = typer.Option("deltasim", "--npc", help="NPC policy of every episode."),
+        generator: str = typer.Option("procedural", "--generator", help="Tile generator of every episode."),
         workers: int = typer.Option(1, "--workers", help="Local worker processes per planner batch."),
         out: Path | None = typer.Option(None, "--out", help="Report directory: one batch per planner + plots."),
         as_json: bool = typer.Option(False, "--json", help="Print only the JSON (one object per planner)."),
@@ -64,6 +65,7 @@ def register(app: typer.Typer) -> None:
         from policies.base import make_policy
         from vectorworld.batch.backends import LocalPoolBackend, SerialBackend
         from vectorworld.eval.planner_eval import evaluate_planners, parse_planners
+        from vectorworld.generation import make_generator
 
         if episodes < 1:
             raise fail(f"--episodes must be >= 1, got {episodes}")
@@ -76,6 +78,7 @@ def register(app: typer.Typer) -> None:
         try:
             names = parse_planners(planners)
             make_policy(npc)
+            make_generator(generator)
         except ConfigError as err:
             raise bad_input(err) from None
         done = {"n": 0}
@@ -91,7 +94,7 @@ def register(app: typer.Typer) -> None:
             return LocalPoolBackend(workers) if workers > 1 else SerialBackend()
 
         try:
-            board = evaluate_planners(names, episodes, km, seed, npc, backend, out, on_record)
+            board = evaluate_planners(names, episodes, km, seed, npc, generator, backend, out, on_record)
         except VectorWorldError as err:
             raise fail(str(err), 1) from None
         except KeyboardInterrupt:

@@ -45,16 +45,17 @@ def parse_planners(spec: str) -> tuple[str, ...]:
 
 
 def evaluate_planners(planners: Sequence[str], episodes: int, km: float, seed: int = 0,
-                      npc_policy: str = DEFAULT_NPC_POLICY, backend_factory: Callable[[], Backend] = SerialBackend,
-                      out_dir: Path | None = None, on_record: OnRecord | None = None,
-                      plots: bool = True) -> dict[str, Any]:
+                      npc_policy: str = DEFAULT_NPC_POLICY, generator: str = "procedural",
+                      backend_factory: Callable[[], Backend] = SerialBackend, out_dir: Path | None = None,
+                      on_record: OnRecord | None = None, plots: bool = True) -> dict[str, Any]:
     """Run ``episodes`` episodes of ``km`` per planner (seeds ``seed .. seed + episodes - 1``) and return the
     leaderboard: ``{"planners": {name: row}, "baseline": first name, "episodes", "km", "seed"}``."""
     if not planners:
         raise ConfigError("--planners needs at least one planner name")
     records: dict[str, list[dict[str, Any]]] = {}
     for name in planners:
-        config = SessionConfig(seed=seed, target_km=km, planner=name, npc_policy=npc_policy).validate()
+        config = SessionConfig(seed=seed, target_km=km, planner=name, npc_policy=npc_policy,
+                               generator=generator).validate()
         result = run_batch(config, episodes, backend_factory(), out_dir / name if out_dir is not None else None,
                            on_result=(lambda r, n=name: on_record(n, r)) if on_record is not None else None,
                            plots=plots)
@@ -62,7 +63,7 @@ def evaluate_planners(planners: Sequence[str], episodes: int, km: float, seed: i
         if result.interrupted:
             raise KeyboardInterrupt
     board = leaderboard(records)
-    board.update({"episodes": episodes, "km": km, "seed": seed, "npc_policy": npc_policy})
+    board.update({"episodes": episodes, "km": km, "seed": seed, "npc_policy": npc_policy, "generator": generator})
     if out_dir is not None:
         write_json_atomic(Path(out_dir) / LEADERBOARD_FILE, board)
         if plots:
