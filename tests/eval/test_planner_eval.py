@@ -70,3 +70,24 @@ def test_eval_planner_bad_input_exits_2(tmp_path):
     for args in (["--planners", "idm,bogus"], ["--episodes", "0"], ["--km", "nan"], ["--npc", "nope"]):
         out = runner.invoke(app, ["eval", "planner", *args])
         assert out.exit_code == 2, (args, out.output)
+
+
+def test_planners_run_separately_are_tabled_together_with_resume(tmp_path, monkeypatch):
+    monkeypatch.setattr("vectorworld.batch.plots.write_plots", lambda directory, records: [])
+    monkeypatch.setattr("vectorworld.eval.planner_plots.write_leaderboard_plot", lambda directory, board: [])
+    runner = CliRunner()
+    base = ["eval", "planner", "--episodes", "2", "--km", "0.03", "--npc", "idm", "--generator", "test-straight",
+            "--out", str(tmp_path / "lb"), "--json"]
+    first = runner.invoke(app, [*base, "--planners", "idm"])
+    assert first.exit_code == 0, first.output
+    refused = runner.invoke(app, [*base, "--planners", "constant-velocity"])
+    assert refused.exit_code == 2 and "--resume" in refused.output
+    second = runner.invoke(app, [*base, "--planners", "constant-velocity", "--resume"])
+    assert second.exit_code == 0, second.output
+    lines_before = (tmp_path / "lb" / "idm" / "episodes.jsonl").read_text()
+    both = runner.invoke(app, [*base, "--planners", "idm,constant-velocity", "--resume"])
+    assert both.exit_code == 0, both.output
+    board = json.loads(both.output)
+    assert list(board) == ["idm", "constant-velocity"] and board["constant-velocity"]["paired_episodes"] == 2
+    assert board["idm"]["cls"] == json.loads(first.output)["idm"]["cls"]  # not run again
+    assert (tmp_path / "lb" / "idm" / "episodes.jsonl").read_text() == lines_before

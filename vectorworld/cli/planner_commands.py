@@ -60,6 +60,7 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(1, "--workers", help="Local worker processes per planner batch."),
         out: Path | None = typer.Option(None, "--out", help="Report directory: one batch per planner + plots."),
         as_json: bool = typer.Option(False, "--json", help="Print only the JSON (one object per planner)."),
+        resume: bool = typer.Option(False, "--resume", help="Continue the planner batches already in --out."),
     ) -> None:
         """Score planners on the same seeds: nuPlan CLS, CARLA-style driving score, infractions per km."""
         from policies.base import make_policy
@@ -73,8 +74,10 @@ def register(app: typer.Typer) -> None:
             raise fail(f"--km must be a positive finite number, got {km}")
         if workers < 1:
             raise fail(f"--workers must be >= 1, got {workers}")
-        if out is not None and out.exists() and any(out.iterdir()):
-            raise fail(f"--out: {out} is not empty (choose a new directory)")
+        if resume and out is None:
+            raise fail("--resume needs --out (the leaderboard to continue)")
+        if out is not None and not resume and out.exists() and any(out.iterdir()):
+            raise fail(f"--out: {out} is not empty (choose a new directory, or --resume)")
         try:
             names = parse_planners(planners)
             make_policy(npc)
@@ -94,7 +97,8 @@ def register(app: typer.Typer) -> None:
             return LocalPoolBackend(workers) if workers > 1 else SerialBackend()
 
         try:
-            board = evaluate_planners(names, episodes, km, seed, npc, generator, backend, out, on_record)
+            board = evaluate_planners(names, episodes, km, seed, npc, generator, backend, out, on_record,
+                                      resume=resume)
         except VectorWorldError as err:
             raise fail(str(err), 1) from None
         except KeyboardInterrupt:

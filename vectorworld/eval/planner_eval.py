@@ -47,9 +47,12 @@ def parse_planners(spec: str) -> tuple[str, ...]:
 def evaluate_planners(planners: Sequence[str], episodes: int, km: float, seed: int = 0,
                       npc_policy: str = DEFAULT_NPC_POLICY, generator: str = "procedural",
                       backend_factory: Callable[[], Backend] = SerialBackend, out_dir: Path | None = None,
-                      on_record: OnRecord | None = None, plots: bool = True) -> dict[str, Any]:
+                      on_record: OnRecord | None = None, plots: bool = True, resume: bool = False) -> dict[str, Any]:
     """Run ``episodes`` episodes of ``km`` per planner (seeds ``seed .. seed + episodes - 1``) and return the
-    leaderboard: ``{"planners": {name: row}, "baseline": first name, "episodes", "km", "seed"}``."""
+    leaderboard: ``{"planners": {name: row}, "baseline": first name, "episodes", "km", "seed"}``.
+
+    resume: continue the planners' batches already in ``out_dir`` (episodes there are not run again; planners
+    can also be run by separate invocations into one ``out_dir`` and tabled together by a last one)."""
     if not planners:
         raise ConfigError("--planners needs at least one planner name")
     records: dict[str, list[dict[str, Any]]] = {}
@@ -57,6 +60,7 @@ def evaluate_planners(planners: Sequence[str], episodes: int, km: float, seed: i
         config = SessionConfig(seed=seed, target_km=km, planner=name, npc_policy=npc_policy,
                                generator=generator).validate()
         result = run_batch(config, episodes, backend_factory(), out_dir / name if out_dir is not None else None,
+                           resume=resume and out_dir is not None,
                            on_result=(lambda r, n=name: on_record(n, r)) if on_record is not None else None,
                            plots=plots)
         records[name] = result.records
