@@ -7,7 +7,7 @@ Each step it
    speed cap (behind what the shared IDM core says the ego follows: a leader, a held junction entry, the end
    of the known road), each at lateral offsets -1/0/+1 m, plus one comfortable stop;
 2. forecasts each one 4 s with the simulator's own dynamics (the trajectory tracker and the kinematic
-   bicycle, :func:`vectorworld.sim.dynamics.rollout_tracked`), the other agents at constant velocity;
+   bicycle, :func:`vectorworld.vehicle.dynamics.rollout_tracked`), the other agents at constant velocity;
 3. scores the forecasts with the CLS sub-metrics of :mod:`vectorworld.scoring.metrics` (at-fault collision,
    drivable area, driving direction, making progress; progress relative to the best proposal, TTC, speed
    limit, comfort) and returns the best one as a :class:`TrajectoryCommand`.
@@ -39,8 +39,8 @@ from vectorworld.scoring.collisions import (
 )
 from vectorworld.scoring.signals import EgoKinematics
 from vectorworld.scoring.ttc import relevant_agents
-from vectorworld.sim.commands import EgoCommand, TrajectoryCommand
-from vectorworld.sim.dynamics import rollout_tracked
+from vectorworld.vehicle.commands import EgoCommand, TrajectoryCommand
+from vectorworld.vehicle.dynamics import rollout_tracked
 from vectorworld.world.drivable import DrivableGrid
 from vectorworld.world.uniform_paths import UniformPathBatch
 

@@ -9,8 +9,8 @@ from policies.base import PolicyInput
 from policies.ego import load_planner
 from policies.pdm import OFFSETS_M, SPEED_FRACTIONS, PdmPlanner
 from tests.scoring.scenes import agents, road
-from vectorworld.sim.commands import TrajectoryCommand
-from vectorworld.sim.dynamics import bicycle_step, rollout_tracked, track_trajectory
+from vectorworld.vehicle.commands import TrajectoryCommand
+from vectorworld.vehicle.dynamics import bicycle_step, rollout_tracked, track_trajectory
 
 
 def policy_input(rows: list[tuple[float, float, float, float]]) -> PolicyInput:

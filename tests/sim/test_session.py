@@ -5,8 +5,9 @@ import pytest
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
 from vectorworld.errors import CommandError, ConfigError, EpisodeFinishedError, StepMismatchError
-from vectorworld.sim.commands import ControlCommand, StateCommand, TrajectoryCommand
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
+from vectorworld.vehicle.commands import ControlCommand, StateCommand, TrajectoryCommand
 
 
 def short_config(**kw) -> SessionConfig:
@@ -94,7 +95,7 @@ def test_stale_step_and_finished_episode_refused():
 
 @pytest.mark.parametrize("km", [0.0, -1.0, float("nan"), float("inf")])
 def test_bad_km_rejected(km):
-    with pytest.raises(ConfigError, match="--km"):
+    with pytest.raises(ConfigError, match="target_km"):
         Session(short_config(target_km=km))
 
 

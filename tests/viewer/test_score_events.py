@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
-from vectorworld.sim.commands import ControlCommand
-from vectorworld.sim.recording import RecordingWriter, read_recording
 from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.vehicle.commands import ControlCommand
 from vectorworld.viewer.events import EventKind
 from vectorworld.viewer.frame_store import FrameStore
 from vectorworld.viewer.headless import render_to_surface
+from vectorworld.wire.recording import RecordingWriter, read_recording
 
 
 def test_speeding_ego_infractions_are_events_to_jump_to(tmp_path: Path) -> None:

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vectorworld.batch.episode import REPORT_VERSION, write_json_atomic
 from vectorworld.batch.store import EPISODES_FILE, read_records
 from vectorworld.batch.summary import metric_names, ok_records, summarize_batch
 from vectorworld.errors import ConfigError, DataFormatError
-from vectorworld.sim.rollout import REPORT_VERSION, write_json_atomic
-from vectorworld.sim.session import SessionConfig
+from vectorworld.sim.config import SessionConfig
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"

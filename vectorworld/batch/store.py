@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from vectorworld.batch.episode import _json_default
 from vectorworld.errors import ConfigError, DataFormatError
-from vectorworld.sim.rollout import _json_default
 
 EPISODES_FILE = "episodes.jsonl"
 

@@ -1,5 +1,5 @@
 """``vectorworld eval planner``: the planner leaderboard (a thin wrapper over
-:func:`vectorworld.eval.planner_eval.evaluate_planners`)."""
+:func:`vectorworld.batch.leaderboard.evaluate_planners`)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
         """Score planners on the same seeds: nuPlan CLS, CARLA-style driving score, infractions per km."""
         from policies.base import make_policy
         from vectorworld.batch.backends import LocalPoolBackend, SerialBackend
-        from vectorworld.eval.planner_eval import evaluate_planners, parse_planners
+        from vectorworld.batch.leaderboard import evaluate_planners, parse_planners
         from vectorworld.generation import make_generator
 
         if episodes < 1:

@@ -1,1 +1,2 @@
-"""The closed-loop engine: dynamics, commands, metrics, the Session, recordings."""
+"""The closed-loop engine: the Session, its config, spawning, metrics and observations (encodings and
+recordings: :mod:`vectorworld.wire`)."""

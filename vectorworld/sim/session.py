@@ -7,13 +7,10 @@ behind; (3) one batched NPC policy call; (4) the ego command; (5) integrate, com
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from policies import DEFAULT_NPC_POLICY
 from policies.base import Policy, PolicyInput, make_policy
 from policies.ego import EgoPlanner, load_planner, share_idm_core
 from vectorworld import DT_S, geometry
@@ -21,18 +18,19 @@ from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchEr
 from vectorworld.generation import make_generator
 from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
 from vectorworld.scoring import EpisodeScorer
-from vectorworld.sim.commands import (
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
+from vectorworld.sim.observation import EndReason, Frame, Observation
+from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
+from vectorworld.vehicle.commands import (
     ControlCommand,
     EgoCommand,
     StateCommand,
     TrajectoryCommand,
     validate_command,
 )
-from vectorworld.sim.dynamics import apply_deltas, bicycle_step, track_trajectory
-from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
-from vectorworld.sim.observation import EndReason, Frame, Observation
-from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
-from vectorworld.world import StreamingWorld, WorldConfig
+from vectorworld.vehicle.dynamics import apply_deltas, bicycle_step, track_trajectory
+from vectorworld.world import StreamingWorld
 from vectorworld.world.routes import RouteBook, build_path
 from vectorworld.world.streaming import STRAIGHT_FALLBACK
 
@@ -42,47 +40,6 @@ MOVING_MPS = 1.0
 """Agents faster than this could be surprised by a junction appearing in front of them (see StreamingWorld)."""
 EGO_LENGTH_M = 4.8
 EGO_WIDTH_M = 2.0
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    """Everything that defines an episode. Same config + same commands -> identical episode."""
-
-    seed: int = 0
-    target_km: float = 1.0
-    generator: str = "procedural"
-    npc_policy: str = DEFAULT_NPC_POLICY
-    planner: str = "idm"
-    agent_capacity: int = 128
-    observation_radius_m: float = 80.0
-    max_steps: int | None = None
-    terminate_on_collision: bool = True
-    ego_start_speed_mps: float = 6.0
-    scenario: str | None = None
-    """Start from a log: ``womd:PATH[#INDEX]`` or ``nuplan:DB[#SCENE]`` (None: a generated world)."""
-    nuplan_maps_dir: str | None = None
-    world: WorldConfig = field(default_factory=WorldConfig)
-
-    def validate(self) -> SessionConfig:
-        if not (isinstance(self.target_km, (int, float)) and math.isfinite(self.target_km)
-                and self.target_km > 0):
-            raise ConfigError(f"--km must be a positive finite number, got {self.target_km}")
-        if self.target_km > 10_000:
-            raise ConfigError(f"--km {self.target_km} is too large (max 10000)")
-        if self.agent_capacity < 1:
-            raise ConfigError(f"agent_capacity must be >= 1, got {self.agent_capacity}")
-        if not (self.observation_radius_m > 0 and math.isfinite(self.observation_radius_m)):
-            raise ConfigError(f"observation_radius_m must be positive, got {self.observation_radius_m}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ConfigError(f"max_steps must be >= 1, got {self.max_steps}")
-        if self.npc_policy == "log-replay" and self.scenario is None:
-            raise ConfigError("--npc log-replay needs a log to replay: add --scenario womd:PATH or nuplan:DB")
-        return self
-
-    @property
-    def step_limit(self) -> int:
-        """Default limit: the target distance at an average of 1 m/s (urban driving with junction waits)."""
-        return self.max_steps or int(math.ceil(self.target_km * 1000.0 / 1.0 / DT_S))
 
 
 class Session:
