@@ -4,7 +4,8 @@ Layers, top to bottom (a module may import its own package and any package of a 
 packages of one layer do not import each other):
 
     cli → viewer → sim_server, batch → eval → train → wire → sim (engine) → policies → scoring → world
-        → generation, data, vehicle → scene → geometry → errors, plugins, v1, the ``vectorworld`` root
+        → generation, data, vehicle → scene → geometry → checkpoints
+        → errors, files, plugins, v1, the ``vectorworld`` root
 
 Every import counts, also one inside a function (a lazy import is still a dependency). Outside
 ``viewer/``, ``cli/`` and ``sim_server/`` nothing imports grpc, fastapi or pygame.
@@ -37,7 +38,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vectorworld.generation", "vectorworld.data", "vectorworld.vehicle"),
     ("vectorworld.scene",),
     ("vectorworld.geometry",),
-    ("vectorworld.errors", "vectorworld.plugins", "vectorworld.v1", "vectorworld"),
+    ("vectorworld.checkpoints",),
+    ("vectorworld.errors", "vectorworld.files", "vectorworld.plugins", "vectorworld.v1", "vectorworld"),
 )
 """The layer order, top first. ``vectorworld`` (the root package: version, step length) is the bottom."""
 

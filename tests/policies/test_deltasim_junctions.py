@@ -155,7 +155,7 @@ def test_stop_tokens_hold_exactly_the_agents_idm_holds_in_session_traffic() -> N
     session.reset()
     builder, reference, held_steps = ObservationBuilder(), IdmCore(), 0
     while not session.done:
-        inp = session._policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
+        inp = session.policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
         obs = builder(inp, policy_slots(inp))
         expected = _held_by_idm(reference, inp)
         observed = set(inp.agents.id[obs.slots[obs.stop_mask]].tolist())
@@ -202,7 +202,7 @@ def test_ego_planner_reads_the_junction_decision_of_deltasim(monkeypatch) -> Non
     assert session.npc_policy._idm_core is session.planner.core
     alone = IdmRoutePlanner()
     for _ in range(40):
-        inp = session._policy_input(np.zeros(session.agents.capacity, bool))
+        inp = session.policy_input(np.zeros(session.agents.capacity, bool))
         session.advance()
         # A planner with its own core decides the same state from scratch (its clocks: fresh, like the
         # shared core's at this point only while nobody has waited yet).

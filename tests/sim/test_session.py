@@ -116,7 +116,7 @@ def test_npcs_leave_with_the_road_under_them():
         a = session.agents
         on = {int(i): session.routes.get(int(i))[0] for i in a.id[a.valid] if session.routes.get(int(i))}
         session.step()
-        removed = set(session._removed_lanes)
+        removed = set(session.frame().removed_lane_ids)
         retired_under_npcs += sum(lane in removed for lane in on.values())
         for agent_id in session.agents.id[session.agents.valid].tolist():
             route = session.routes.get(agent_id)

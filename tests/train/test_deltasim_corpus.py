@@ -40,7 +40,7 @@ def test_session_episode_records_observations_and_realised_teacher_motion() -> N
     session.reset()
     for _ in range(config.warmup_steps):
         session.advance()
-    inp = session._policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
+    inp = session.policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
     slots = policy_slots(inp)
     deltas = teacher.act(inp, session.npc_rng)
     a = inp.agents

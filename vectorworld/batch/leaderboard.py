@@ -17,11 +17,11 @@ import numpy as np
 from policies import DEFAULT_NPC_POLICY
 from policies.ego import load_planner
 from vectorworld.batch.backends import Backend, SerialBackend
-from vectorworld.batch.episode import write_json_atomic
 from vectorworld.batch.runner import run_batch
 from vectorworld.batch.statistics import mean_ci, paired_test
 from vectorworld.batch.summary import ok_records
 from vectorworld.errors import ConfigError
+from vectorworld.files import write_json_atomic
 from vectorworld.sim.config import SessionConfig
 
 LEADERBOARD_METRICS = ("cls", "driving_score", "infractions_per_km", "route_completion", "at_fault_collisions",

@@ -94,7 +94,8 @@ def register(app: typer.Typer) -> None:
         """Drive closed-loop episodes through a streaming generated world and report metrics."""
         from policies import make_policy
         from policies.ego import load_planner
-        from vectorworld.batch.episode import run_rollouts, write_json_atomic
+        from vectorworld.batch.episode import run_rollouts
+        from vectorworld.files import write_json_atomic
         from vectorworld.generation import make_generator
         from vectorworld.sim.config import SessionConfig
 
@@ -193,10 +194,10 @@ def _batch_backend(workers: int, ray: str | None, ray_cpus: float, ray_gpus: flo
 def _run_batch(config, episodes: int, backend, out_dir: Path | None, resume: bool,  # noqa: ANN001
                record: Path | None, out: Path | None) -> None:
     """``rollout`` with --workers/--ray/--out-dir: run the batch, print the aggregate table, set the exit code."""
-    from vectorworld.batch.episode import write_json_atomic
     from vectorworld.batch.runner import run_batch
     from vectorworld.cli.report_command import print_run_table
     from vectorworld.errors import ConfigError
+    from vectorworld.files import write_json_atomic
 
     bar = _EpisodeProgress(episodes)
     try:

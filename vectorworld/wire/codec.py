@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from vectorworld.errors import CommandError, ConfigError, DataFormatError
+from vectorworld.files import json_default
 from vectorworld.scene import Agents
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import StepMetrics
@@ -109,7 +110,7 @@ def report_to_proto(report: dict[str, Any], include_timings: bool = True) -> wor
         else:
             extra[key] = value
     if extra:
-        msg.extra_json = json.dumps(extra, sort_keys=True, default=_json_scalar)
+        msg.extra_json = json.dumps(extra, sort_keys=True, default=json_default)
     return msg
 
 
@@ -119,14 +120,6 @@ def report_from_proto(msg: world_pb2.EpisodeReport) -> dict[str, Any]:
     if msg.extra_json:
         out.update(json.loads(msg.extra_json))
     return out
-
-
-def _json_scalar(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (set, tuple, np.ndarray)):
-        return list(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 # --------------------------------------------------------------------------- observation and frame
@@ -322,7 +315,7 @@ def config_dict(config: SessionConfig) -> dict[str, Any]:
 def config_to_json(config: SessionConfig) -> str:
     """The complete resolved config (nested dataclasses included) as sorted, compact JSON."""
     return json.dumps(dataclasses.asdict(config), sort_keys=True, separators=(",", ":"),
-                      default=_json_scalar)
+                      default=json_default)
 
 
 def config_from_json(text: str) -> SessionConfig:

@@ -15,6 +15,7 @@ from vectorworld.errors import ConfigError, DataFormatError
 from vectorworld.scene import HISTORY_STEPS, Agents, AgentType, Lane, LaneType, Tile
 from vectorworld.v1 import world_pb2
 from vectorworld.wire.varint import I32, I64, LEN, VARINT, encode_varint, field_tag, read_varint
+from vectorworld.world.streaming import STRAIGHT_FALLBACK
 
 # Frame.policy_of codes (0 ego, 1 NPC policy, 2 log replay) <-> Controller.
 _CONTROLLER_TO_WIRE = {0: world_pb2.CONTROLLER_EGO, 1: world_pb2.CONTROLLER_NPC_POLICY,
@@ -100,9 +101,10 @@ def tile_to_proto(tile: Tile, out: world_pb2.Tile | None = None) -> world_pb2.Ti
 
 
 def tile_from_proto(msg: world_pb2.Tile, latency_ms: float = 0.0) -> Tile:
+    """The Tile; the wire names the straight fallback by its generator (``Tile.fallback`` is not sent)."""
     return Tile(id=msg.id, center_xy=np.array([msg.center_x_m, msg.center_y_m]), yaw=msg.yaw_rad,
                 order=msg.order, generator=msg.generator, lane_ids=tuple(msg.lane_ids),
-                latency_ms=latency_ms, size_m=msg.size_m)
+                latency_ms=latency_ms, size_m=msg.size_m, fallback=msg.generator == STRAIGHT_FALLBACK)
 
 
 # --------------------------------------------------------------------------- raw wire format

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from google.protobuf.message import DecodeError
 
 from vectorworld import __version__
 from vectorworld.errors import RecordingError
+from vectorworld.files import AtomicFile
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Frame
 from vectorworld.v1 import recording_pb2
@@ -99,9 +99,8 @@ class RecordingWriter:
         directory = self.path.parent if str(self.path.parent) else Path(".")
         if not directory.is_dir():
             raise RecordingError(f"cannot write recording {self.path}: directory {directory} does not exist")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=directory)
-        self._tmp = Path(tmp)
-        self._file = os.fdopen(fd, "wb")
+        self._out = AtomicFile(self.path, "wb", suffix=".partial")
+        self._file = self._out.file
         self._file.write(MAGIC + _VERSION.pack(FORMAT_VERSION))
         record = recording_pb2.Record()
         header = record.header
@@ -126,17 +125,11 @@ class RecordingWriter:
             record = recording_pb2.Record()
             record.report.CopyFrom(codec.report_to_proto(report, self.include_timings))
             self._write(record)
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        os.replace(self._tmp, self.path)
-        return self.path
+        return self._out.commit()
 
     def abort(self) -> None:
         """Discard the partial file; the target path is left untouched."""
-        if not self._file.closed:
-            self._file.close()
-        self._tmp.unlink(missing_ok=True)
+        self._out.abort()
 
     @property
     def closed(self) -> bool:
