@@ -39,6 +39,7 @@ def test_wrong_way_driving(speed, expected):
     (11 samples here: 1.1 x speed against it) and allows < 2 m (1.0), < 6 m (0.5), else 0."""
     scorer, _ = drive(road(reverse=True), [(0.0, 0.0, 0.0, speed)], 30)
     assert scorer.sub_scores()["driving_direction_compliance"] == expected
+    assert any(e["kind"] == "wrong_way" for e in scorer.events) == (expected < 1.0)
     right_way, _ = drive(road(), [(0.0, 0.0, 0.0, speed)], 30)
     assert right_way.sub_scores()["driving_direction_compliance"] == 1.0
 

@@ -18,6 +18,8 @@ from vectorworld.scoring import driving_score as carla
 from vectorworld.scoring.collisions import ObjectClass, at_fault, classify_collisions, object_class
 from vectorworld.scoring.lanes import locate
 from vectorworld.scoring.metrics import (
+    DIRECTION_COMPLIANT_M,
+    DIRECTION_WINDOW_S,
     SUB_METRICS,
     TTC_BOUND_S,
     closed_loop_score,
@@ -67,6 +69,8 @@ class EpisodeScorer:
         self.min_ttc_s = float("inf")
         self._ttc_breach = False
         self._still_s = 0.0
+        self._wrong_way = False
+        self._direction_samples = int(round(DIRECTION_WINDOW_S / dt_s))
         self._paths: dict[tuple[int, ...], RoutePath] = {}
 
     def prime(self, agents: Agents, ego_slot: int, graph: LaneGraph) -> None:
@@ -100,6 +104,10 @@ class EpisodeScorer:
         progress = pos.s_m - self._lane_s if pos.lane_id == self._lane and pos.lane_id >= 0 else 0.0
         self._lane, self._lane_s = pos.lane_id, pos.s_m
         self._lane_progress.append(progress)
+        window = sum(self._lane_progress[-(self._direction_samples + 1):])
+        if window <= -DIRECTION_COMPLIANT_M and not self._wrong_way:
+            self._event(step, "wrong_way", f"{-window:.1f} m against lane {pos.lane_id} in 1 s")
+        self._wrong_way = window <= -DIRECTION_COMPLIANT_M
         over = max(0.0, speed - pos.speed_limit_mps) if pos.lane_id >= 0 else 0.0
         if over > 0.0 and (self._overspeed[-1] == 0.0 or len(self._overspeed) == 1):
             self._event(step, "overspeed", f"{speed:.1f} m/s in a {pos.speed_limit_mps:.1f} m/s lane")
