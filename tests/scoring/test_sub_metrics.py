@@ -123,3 +123,26 @@ def test_reference_progress_moves_with_the_traffic_going_our_way():
     assert scorer.sub_scores()["ego_progress_along_route"] == pytest.approx(1.0)
     oncoming, _ = drive(road(speed_limit=12.0), [(0.0, 0.0, 0.0, 5.0), (30.0, 3.5, np.pi, 5.0)], 20)
     assert oncoming.reference_progress_m == pytest.approx(12.0 * 2.0)
+
+
+def test_a_jump_of_the_lane_projection_is_not_wrong_way_driving(monkeypatch):
+    """Seed 3 of the pdm measurement scored "39.4 m against lane 736 in 1 s": more than the ego can move.
+    Progress along a lane never exceeds the distance moved, so a jump of the lane projection (a lane bending
+    back near itself, a re-drawn lane) is not counted as driving against the lane."""
+    import dataclasses
+
+    from vectorworld.scoring import episode
+
+    real = episode.locate
+    calls = {"n": 0}
+
+    def jumping(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls["n"] += 1
+        pos = real(*args, **kwargs)
+        return dataclasses.replace(pos, s_m=pos.s_m - 39.0) if calls["n"] > 6 else pos
+
+    monkeypatch.setattr(episode, "locate", jumping)
+    scorer, _ = drive(road(), [(0.0, 0.0, 0.0, 8.0)], 30)
+    assert calls["n"] > 6
+    assert scorer.sub_scores()["driving_direction_compliance"] == 1.0
+    assert not any(e["kind"] == "wrong_way" for e in scorer.events)

@@ -37,6 +37,8 @@ from vectorworld.scoring.ttc import relevant_agents, time_to_collision
 from vectorworld.world.routes import RoutePath, build_path
 
 OFF_ROUTE_M = 4.0
+LANE_JUMP_M = 0.5
+"""Per-step progress along a lane can exceed the distance moved only by this much; more is a projection jump."""
 TRAFFIC_RADIUS_M = 40.0
 TRAFFIC_HEADING_RAD = np.pi / 4
 """The reference driver moves with the traffic going the ego's way: vehicles in traffic (on a route, not
@@ -102,6 +104,8 @@ class EpisodeScorer:
         between = pos.between_lanes or ego_offroad
         # Driving direction: progress along the lane the ego is in (0 on entering a lane).
         progress = pos.s_m - self._lane_s if pos.lane_id == self._lane and pos.lane_id >= 0 else 0.0
+        if abs(progress) > float(np.linalg.norm(xy - before)) + LANE_JUMP_M:
+            progress = 0.0  # the projection jumped (a lane bending back on itself, or re-drawn): not driving
         self._lane, self._lane_s = pos.lane_id, pos.s_m
         self._lane_progress.append(progress)
         window = sum(self._lane_progress[-(self._direction_samples + 1):])
