@@ -15,7 +15,7 @@ from policies.base import Policy, PolicyInput
 from policies.idm import IdmCore, IdmParams, IdmPolicy, SharesIdmCore
 from vectorworld import geometry
 from vectorworld.errors import ConfigError
-from vectorworld.vehicle.commands import EgoCommand, TrajectoryCommand
+from vectorworld.vehicle.commands import ControlCommand, EgoCommand, TrajectoryCommand
 
 HORIZON_STEPS = 30
 
@@ -65,6 +65,18 @@ class IdmRoutePlanner(EgoPlanner):
         return TrajectoryCommand(poses)
 
 
+class ConstantVelocityPlanner(EgoPlanner):
+    """Keeps the ego's speed and heading (no steering, no braking): the floor of the planner leaderboard."""
+
+    name = "constant-velocity"
+
+    def plan(self, inp: PolicyInput) -> EgoCommand:
+        return ControlCommand(0.0, 0.0)
+
+
+BUILTIN_PLANNERS = ("idm", "pdm", "constant-velocity")
+
+
 def share_idm_core(planner: EgoPlanner, policy: Policy | None) -> None:
     """Let an IDM ego planner and the NPC policy share one core. With IDM NPCs of the same parameters every
     agent is then planned once per step (the same decisions as two cores, about half the work); a policy
@@ -79,12 +91,19 @@ def share_idm_core(planner: EgoPlanner, policy: Policy | None) -> None:
 
 
 def load_planner(spec: str) -> EgoPlanner:
-    """``idm`` or ``package.module:ClassName``: a class with a no-argument constructor and a ``plan(inp)``
-    method; ``reset()`` (called at the start of every episode) is optional."""
+    """A built-in planner (:data:`BUILTIN_PLANNERS`) or ``package.module:ClassName``: a class with a
+    no-argument constructor and a ``plan(inp)`` method; ``reset()`` (called at the start of every episode) is
+    optional."""
     if spec == "idm":
         return IdmRoutePlanner()
+    if spec == "pdm":
+        from policies.pdm import PdmPlanner
+
+        return PdmPlanner()
+    if spec == "constant-velocity":
+        return ConstantVelocityPlanner()
     if ":" not in spec:
-        raise ConfigError(f"unknown planner {spec!r}; use 'idm' or 'module:Class'")
+        raise ConfigError(f"unknown planner {spec!r}; use one of {list(BUILTIN_PLANNERS)} or 'module:Class'")
     module_name, _, class_name = spec.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -62,10 +62,26 @@ class IdmPlan:
     lateral: np.ndarray
     routed: np.ndarray
     uniform: UniformPathBatch
+    gap: np.ndarray | None = None
+    """(N,) m bumper gap to what each slot follows (an agent, a held junction entry, the end of the known
+    road; inf if nothing), and that obstacle's speed along the path (N,) m/s (0 for a virtual stop)."""
+    lead_speed: np.ndarray | None = None
 
     def row(self, slot: int) -> int:
         """The row of ``slot`` in this plan."""
         return int(np.nonzero(self.slots == slot)[0][0])
+
+
+def idm_accel(v: np.ndarray, v0: np.ndarray, gap: np.ndarray, lead_speed: np.ndarray, p: IdmParams) -> np.ndarray:
+    """The Intelligent Driver Model's acceleration (m/s^2) at speed ``v`` towards desired speed ``v0``, behind
+    an obstacle ``gap`` m ahead (inf: free road) moving at ``lead_speed``; clipped to the braking limits."""
+    dv = v - lead_speed
+    s_star = p.min_gap_m + v * p.time_headway_s + v * dv / (2 * np.sqrt(p.max_accel_mps2 *
+                                                                      p.comfort_decel_mps2))
+    free = 1.0 - (v / v0) ** p.exponent
+    interaction = (np.maximum(s_star, p.min_gap_m) / np.maximum(gap, 0.1)) ** 2
+    accel = p.max_accel_mps2 * (free - np.where(np.isfinite(gap), interaction, 0.0))
+    return np.clip(accel, -p.max_decel_mps2, p.max_accel_mps2)
 
 
 @dataclass(frozen=True)
@@ -237,15 +253,9 @@ class IdmCore:
         # Desired speed: the tightest cap ahead, reachable with comfortable braking.
         reach = np.sqrt(ahead_cap**2 + 2.0 * p.comfort_decel_mps2 * np.maximum(ahead_s - s_now[:, None], 0))
         v0 = np.maximum(reach.min(1), 0.5)
-        dv = v - lead_speed
-        s_star = p.min_gap_m + v * p.time_headway_s + v * dv / (2 * np.sqrt(p.max_accel_mps2 *
-                                                                          p.comfort_decel_mps2))
-        free = 1.0 - (v / v0) ** p.exponent
-        interaction = (np.maximum(s_star, p.min_gap_m) / np.maximum(gap, 0.1)) ** 2
-        accel = p.max_accel_mps2 * (free - np.where(np.isfinite(gap), interaction, 0.0))
-        accel = np.clip(accel, -p.max_decel_mps2, p.max_accel_mps2)
+        accel = idm_accel(v, v0, gap, lead_speed, p)
         paths = [None if pr is None else pr.path for pr in profiles]
-        return IdmPlan(slots, accel, paths, s_now, lateral, routed, uniform)
+        return IdmPlan(slots, accel, paths, s_now, lateral, routed, uniform, gap, lead_speed)
 
     def junction_request(self, agent_id: int, connector: int, distance_m: float, speed_mps: float) -> JunctionRequest:
         """A request to enter ``connector``, ``distance_m`` ahead of an agent driving at ``speed_mps``."""

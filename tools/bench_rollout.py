@@ -4,6 +4,7 @@ The real-time factor times the engine step of a batch rollout (``Session.advance
 ``observe_ms`` is what building an observation adds per step for a served session (sampled every 10 steps).
 
 Usage: python tools/bench_rollout.py [--km 1 10] [--seed 0] [--generator procedural] [--npc deltasim]
+       [--planner idm|pdm|constant-velocity]
 
 Each distance runs in a fresh subprocess so peak RSS (ru_maxrss) is measured per rollout.
 """
@@ -20,13 +21,13 @@ import time
 from policies import DEFAULT_NPC_POLICY
 
 
-def one(km: float, seed: int, generator: str, npc: str) -> dict:
+def one(km: float, seed: int, generator: str, npc: str, planner: str = "idm") -> dict:
     import numpy as np
 
     from vectorworld.sim.config import SessionConfig
     from vectorworld.sim.session import Session
 
-    session = Session(SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc))
+    session = Session(SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc, planner=planner))
     session.reset()
     agent_steps, wall, observe_s, observed = 0, 0.0, 0.0, 0
     while not session.done:
@@ -57,15 +58,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generator", default="procedural")
     parser.add_argument("--npc", default=DEFAULT_NPC_POLICY)
+    parser.add_argument("--planner", default="idm")
     parser.add_argument("--one", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(one(args.one, args.seed, args.generator, args.npc)))
+        print(json.dumps(one(args.one, args.seed, args.generator, args.npc, args.planner)))
         return
     rows = []
     for km in args.km:
         out = subprocess.run([sys.executable, __file__, "--one", str(km), "--seed", str(args.seed),
-                              "--generator", args.generator, "--npc", args.npc],
+                              "--generator", args.generator, "--npc", args.npc, "--planner", args.planner],
                              check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
     keys = list(rows[0])

@@ -3,7 +3,7 @@
 Layers, top to bottom (a module may import its own package and any package of a LOWER layer; two
 packages of one layer do not import each other):
 
-    cli → viewer → sim_server, batch → eval → train → wire → sim (engine) → policies → world
+    cli → viewer → sim_server, batch → eval → train → wire → sim (engine) → policies → scoring → world
         → generation, data, vehicle → scene → geometry → checkpoints
         → errors, files, plugins, v1, the ``vectorworld`` root
 
@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vectorworld.wire",),
     ("vectorworld.sim",),
     ("policies",),
+    ("vectorworld.scoring",),
     ("vectorworld.world",),
     ("vectorworld.generation", "vectorworld.data", "vectorworld.vehicle"),
     ("vectorworld.scene",),

@@ -6,11 +6,17 @@ Usage::
     python tools/example_planner_client.py --target localhost:50051 --token "$VECTORWORLD_TOKEN"
     python tools/example_planner_client.py --stream            # one StreamSession instead of Step calls
     python tools/example_planner_client.py --plain-encoding    # every lane, one Agent message per agent
+    python tools/example_planner_client.py --planner pdm       # the PDM-Closed-style planner, run client-side
 
 Everything the planner knows comes from the observation on the wire (the ego, the agents around it, the
 route centreline); it answers with ControlCommand (acceleration, steering) each 0.1 s step. It is a
 template for planner teams, not a strong planner. The client asks for the compact observation encoding (lane
 deltas, an agent table); ``--plain-encoding`` gets the plain one, with the same observations.
+
+``--planner pdm`` shows how an in-process planner plugs in from outside: :class:`ObservationPlanner` turns
+each observation into the :class:`policies.base.PolicyInput` the built-in planners read (a lane graph kept
+in step with the lanes in view, the agents, the ego's route) and sends back the planner's
+TrajectoryCommand, which the server tracks.
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim_server.client import RemoteSession, SimClient  # noqa: E402
 from vectorworld import geometry  # noqa: E402
+from vectorworld.scene import Lane, LaneGraph  # noqa: E402
 from vectorworld.sim.observation import Observation  # noqa: E402
-from vectorworld.vehicle.commands import ControlCommand  # noqa: E402
+from vectorworld.vehicle.commands import ControlCommand, EgoCommand  # noqa: E402
 
 WHEELBASE_M = 2.9
 CRUISE_MPS = 10.0
@@ -81,20 +88,58 @@ def _idm(speed: float, v_desired: float, gap: float, lead_speed: float) -> float
     return float(np.clip(a_max * (free - (max(s_star, 0.0) / gap) ** 2), -6.0, 2.0))
 
 
-def drive(session: RemoteSession, use_stream: bool, progress_every: int = 200) -> Observation:
+def _same_lane(a: Lane, b: Lane) -> bool:
+    return (a is b or (a.points.shape == b.points.shape and np.array_equal(a.points, b.points)
+                       and a.successors == b.successors and a.predecessors == b.predecessors
+                       and a.lane_type == b.lane_type and a.speed_limit_mps == b.speed_limit_mps))
+
+
+class ObservationPlanner:
+    """Runs a built-in planner (``policies.ego.load_planner`` name, e.g. ``pdm``) on wire observations."""
+
+    def __init__(self, name: str) -> None:
+        from policies.ego import load_planner
+
+        self.planner = load_planner(name)
+        self.planner.reset()
+        self.graph = LaneGraph()
+
+    def _sync(self, lanes: tuple[Lane, ...]) -> None:
+        """Keep ``graph`` equal to the lanes in view (only changed lanes are replaced: caches survive)."""
+        seen = {lane.id: lane for lane in lanes}
+        gone = [i for i, lane in self.graph.lanes.items() if i not in seen or not _same_lane(lane, seen[i])]
+        if gone:
+            self.graph.remove(gone)
+        new = [lane for i, lane in seen.items() if i not in self.graph]
+        if new:
+            self.graph.add(new)
+
+    def __call__(self, obs: Observation) -> EgoCommand:
+        from policies.base import PolicyInput
+
+        self._sync(obs.lanes)
+        a = obs.agents
+        ego_id = int(a.id[obs.ego_slot])
+        inp = PolicyInput(agents=a, controlled=np.zeros(a.capacity, bool), graph=self.graph,
+                          routes={ego_id: list(obs.route_lane_ids)}, ego_slot=obs.ego_slot, step=obs.step)
+        return self.planner.plan(inp)
+
+
+def drive(session: RemoteSession, use_stream: bool, progress_every: int = 200,
+          planner=plan) -> Observation:  # noqa: ANN001 - any callable Observation -> EgoCommand
     """Drive until the episode ends; returns the last observation."""
     obs = session.observation
     if use_stream:
         def commands() -> Iterator[ControlCommand]:
             while not session.observation.done:
-                yield plan(session.observation)
+                yield planner(session.observation)
 
         for obs in session.stream(commands()):
             if obs.step % progress_every == 0:
                 print(f"step {obs.step:5d}  km {obs.km:.3f}", flush=True)
         return obs
     while not obs.done:
-        obs = session.step(plan(obs))
+        obs = session.step(planner(obs))
         if obs.step % progress_every == 0:
             print(f"step {obs.step:5d}  km {obs.km:.3f}", flush=True)
     return obs
@@ -108,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generator", default="", help="tile generator (default: the server's)")
     parser.add_argument("--stream", action="store_true", help="use StreamSession instead of Step")
+    parser.add_argument("--planner", default="pure-pursuit",
+                        help="pure-pursuit (this file's) or a built-in planner run client-side: pdm | idm")
     parser.add_argument("--plain-encoding", action="store_true",
                         help="full lanes and one Agent message per agent, with its whole history, in every "
                              "observation")
@@ -128,14 +175,15 @@ def main(argv: list[str] | None = None) -> int:
                 if args.plain_encoding else {}
             session = client.create_session(seed=args.seed, target_km=args.km, generator=args.generator,
                                             max_steps=int(args.km * 1000 / 1.0 / 0.1), **encoding)
-            obs = drive(session, args.stream)
+            planner = plan if args.planner == "pure-pursuit" else ObservationPlanner(args.planner)
+            obs = drive(session, args.stream, planner=planner)
             report = session.close()
     finally:
         if server is not None:
             server.stop(grace_s=1.0)
     print(f"end: {obs.end_reason.value} after {obs.step} steps, {obs.km:.3f} km; collisions "
           f"{report['ego_collisions']}, off-road rate {report['ego_offroad_rate']:.3f}, comfort "
-          f"{report['ego_comfort_rate']:.3f}")
+          f"{report['ego_comfort_rate']:.3f}; CLS {report['cls']:.3f}, driving score {report['driving_score']:.3f}")
     return 0 if report["completed"] else 1
 
 

@@ -50,6 +50,9 @@ def test_workers_and_ray_give_identical_episodes(tmp_path, monkeypatch):
     assert [r["index"] for r in serial] == list(range(EPISODES))
     assert [r["seed"] for r in serial] == [10 + i for i in range(EPISODES)]
     assert len({r["km"] for r in serial}) > 1  # the seeds really differ, so a seed mix-up would show
+    assert all(0.0 <= r["cls"] <= 1.0 and "driving_score" in r and "cls_ego_progress_along_route" in r
+               for r in serial)  # the planner scores are part of every record compared below
+    assert len({r["reference_progress_m"] for r in serial}) > 1
     assert all(len(r["tile_ms_samples"]) == r["tiles"] for r in episodes_of(tmp_path / "serial"))
     for name, records in results.items():
         assert records == serial, name

@@ -25,6 +25,13 @@ def test_example_planner_client_completes_a_short_drive(capsys) -> None:  # noqa
     assert tool.main(["--generator", "test-straight", "--km", "0.05", "--plain-encoding"]) == 0
 
 
+def test_example_client_runs_the_pdm_planner_client_side(capsys) -> None:  # noqa: ANN001
+    tool = _tool("example_planner_client")
+    assert tool.main(["--generator", "test-straight", "--km", "0.1", "--planner", "pdm"]) == 0
+    out = capsys.readouterr().out
+    assert "goal_reached" in out and "CLS" in out
+
+
 def test_load_test_runs_small(tmp_path: Path) -> None:
     tool = _tool("load_test")
     out = tmp_path / "load.json"

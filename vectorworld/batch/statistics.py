@@ -174,3 +174,40 @@ def significance_marker(p_value: float | None) -> str:
         if p_value < level:
             return marker
     return ""
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """Paired t-test of mean(b - a) over matched samples (the same seeds): the mean difference, its 95% CI,
+    the two-sided p-value; CI bounds and p None with fewer than 2 pairs."""
+
+    n: int
+    diff: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"n": self.n, "diff": self.diff, "ci95": [self.ci_low, self.ci_high], "p_value": self.p_value}
+
+
+def paired_test(a: np.ndarray, b: np.ndarray) -> PairedResult:
+    """Paired t-test of b - a (arrays of equal length, element i of both from the same episode seed). All
+    differences equal: CI collapses to the difference, p = 1 if it is 0 else 0."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired_test needs samples of equal length, got {x.shape} and {y.shape}")
+    d = y - x
+    n = int(d.size)
+    if n == 0:
+        raise ValueError("paired_test needs at least one pair")
+    diff = float(d.mean())
+    if n < 2:
+        return PairedResult(n, diff, None, None, None)
+    se = float(d.std(ddof=1)) / math.sqrt(n)
+    if se <= 0.0:
+        return PairedResult(n, diff, diff, diff, 1.0 if diff == 0.0 else 0.0)
+    t = diff / se
+    half = t_ppf(0.5 + CONFIDENCE / 2.0, n - 1) * se
+    p = 2.0 * (1.0 - t_cdf(abs(t), n - 1))
+    return PairedResult(n, diff, diff - half, diff + half, float(max(0.0, min(1.0, p))))

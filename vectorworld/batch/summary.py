@@ -14,13 +14,14 @@ import numpy as np
 from vectorworld.batch.statistics import mean_ci
 
 # Shown first, in this order; any other shared scalar field follows alphabetically.
-METRIC_ORDER = ("completed", "km", "ego_collisions", "ego_collisions_per_km", "ego_offroad_rate",
+METRIC_ORDER = ("cls", "driving_score", "route_completion", "infractions_per_km", "at_fault_collisions",
+                "completed", "km", "ego_collisions", "ego_collisions_per_km", "ego_offroad_rate",
                 "npc_collisions_per_km", "npc_offroad_per_km", "kinematic_infeasibility_rate", "ego_comfort_rate",
                 "steps", "sim_s", "wall_s", "rtf", "tiles", "fallback_tiles", "tile_ms_p50", "tile_ms_p95",
                 "npc_policy_ms")
 NOT_METRICS = frozenset({"index", "seed"})
 # Per-km infraction rates (plots, pooled totals).
-PER_KM_METRICS = ("ego_collisions_per_km", "npc_collisions_per_km", "npc_offroad_per_km")
+PER_KM_METRICS = ("ego_collisions_per_km", "infractions_per_km", "npc_collisions_per_km", "npc_offroad_per_km")
 
 
 def ok_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

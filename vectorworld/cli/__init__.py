@@ -17,6 +17,7 @@ _COMMAND_MODULES = (
     "vectorworld.cli.data_commands",
     "vectorworld.cli.generator_commands",
     "vectorworld.cli.npc_commands",
+    "vectorworld.cli.planner_commands",
     "vectorworld.cli.serve_command",
     "vectorworld.cli.view_command",
     "vectorworld.cli.report_command",

@@ -38,6 +38,8 @@ class StepMetrics:
     npc_vehicle_steps: int = 0
     ego_comfortable: bool = True
     ego_distance_m: float = 0.0
+    score_events: tuple[str, ...] = ()
+    """Kinds of the planner-score infractions that started in this step (vectorworld.scoring)."""
 
 
 @dataclass

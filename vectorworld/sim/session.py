@@ -17,6 +17,7 @@ from vectorworld import DT_S, geometry
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
 from vectorworld.generation import make_generator
 from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
+from vectorworld.scoring import EpisodeScorer
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
 from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
@@ -72,6 +73,7 @@ class Session:
         self.spawns = SpawnBook()
         self.metrics = EpisodeMetrics()
         self.tracker = MetricTracker(self.config.agent_capacity, DT_S)
+        self.scorer = EpisodeScorer(DT_S)
         self.step_index = 0
         self.end_reason = EndReason.NONE
         self.ego_slot = 0
@@ -102,6 +104,7 @@ class Session:
             self._start_generated()
         self._cover()
         self.tracker.prime(self.agents, self.ego_slot, self.world.drivable)
+        self.scorer.prime(self.agents, self.ego_slot, self.world.graph)
         self.wall_s += time.perf_counter() - t0
         return self.observe()
 
@@ -188,6 +191,13 @@ class Session:
         step_metrics = self.tracker.step(before, self.agents, self.ego_slot, before.valid & self.agents.valid,
                                          self.world.drivable)
         self.metrics.add(step_metrics)
+        routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
+        self.scorer.step(self.step_index, self.agents, self.ego_slot, self.world.graph,
+                         tuple(self.routes.get(self.ego_id)), step_metrics.ego_collided_ids, step_metrics.ego_offroad,
+                         traffic=np.isin(self.agents.id, routed))
+        started = self.scorer.events_at(self.step_index)
+        if started:
+            step_metrics = dataclasses.replace(step_metrics, score_events=started)
         self._last_step_metrics = step_metrics
         live = np.nonzero(self.agents.valid)[0]
         self.routes.advance(self.world.graph, self.agents.id[live], self.agents.xy[live], self.agents.yaw[live])
@@ -371,7 +381,8 @@ class Session:
         """The per-episode report: DESIGN.md section 7 metrics plus bookkeeping."""
         summary = self.metrics.summary()
         sim_s = self.step_index * DT_S
-        return {"seed": self.config.seed, **summary,
+        scores = self.scorer.report(self.end_reason.value, self.config.target_km, summary["km"])
+        return {"seed": self.config.seed, **summary, **scores,
                 "completed": self.end_reason == EndReason.GOAL_REACHED,
                 "end_reason": self.end_reason.value, "sim_s": round(sim_s, 3),
                 "wall_s": round(self.wall_s, 4), "rtf": round(sim_s / max(self.wall_s, 1e-9), 3),

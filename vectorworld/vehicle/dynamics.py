@@ -97,3 +97,52 @@ def track_trajectory(xy: np.ndarray, yaw: float, speed: float, poses: np.ndarray
         return accel, 0.0
     steering = float(np.arctan2(2.0 * limits.wheelbase_m * local[1], dist2))
     return accel, steering
+
+
+def rollout_tracked(xy: np.ndarray, yaw: np.ndarray, speed: np.ndarray, poses: np.ndarray, steps: int, dt_s: float,
+                    limits: BicycleLimits = BicycleLimits(),
+                    gains: TrackerGains = TrackerGains()) -> np.ndarray:
+    """Forecast P egos that each track their trajectory: :func:`track_trajectory` then :func:`bicycle_step`,
+    batched, for ``steps`` steps. At step k the remaining poses ``poses[:, k:]`` are tracked (the plan is
+    followed, not re-planned). xy (P, 2), yaw (P,), speed (P,), poses (P, T, 3) with T >= steps + 3.
+    Returns (P, steps, 4) states (x, y, yaw, speed) after each step."""
+    xy, yaw, speed = np.array(xy, float), np.array(yaw, float), np.array(speed, float)
+    n = len(xy)
+    rows = np.arange(n)
+    out = np.zeros((n, steps, 4))
+    pts = poses[..., :2]
+    seg = np.sqrt(np.einsum("ptk,ptk->pt", np.diff(pts, axis=1), np.diff(pts, axis=1)))  # (P, T-1)
+    cum = np.concatenate([np.zeros((n, 1)), np.cumsum(seg, 1)], 1)  # (P, T) arc length along the poses
+    for k in range(steps):
+        target_speed = np.maximum(2.0 * seg[:, k] / dt_s - seg[:, k + 1] / dt_s, 0.0)
+        accel = (target_speed - speed) / dt_s
+        first = pts[:, k] - xy
+        d0 = np.sqrt(np.einsum("pk,pk->p", first, first))
+        s = d0[:, None] + cum[:, k:] - cum[:, k:k + 1]  # arc length of poses k.. from the ego, via pose k
+        lookahead = np.minimum(np.maximum(gains.lookahead_min_m, gains.lookahead_time_s * speed), s[:, -1])
+        j = (s < lookahead[:, None]).sum(1)  # the segment [j-1, j] of [ego, poses k..] holding the lookahead
+        j = np.clip(j, 0, s.shape[1] - 1)
+        s_lo = np.where(j > 0, s[rows, np.maximum(j - 1, 0)], 0.0)
+        p_lo = np.where((j > 0)[:, None], pts[rows, k + np.maximum(j - 1, 0)], xy)
+        p_hi = pts[rows, k + j]
+        span = s[rows, j] - s_lo
+        w = np.where(span > 1e-12, (lookahead - s_lo) / np.where(span > 1e-12, span, 1.0), 0.0)
+        rel = p_lo + w[:, None] * (p_hi - p_lo) - xy  # the lookahead target, relative to the ego
+        c, si = np.cos(yaw), np.sin(yaw)
+        local_y = c * rel[:, 1] - si * rel[:, 0]
+        dist2 = rel[:, 0] * rel[:, 0] + rel[:, 1] * rel[:, 1]
+        steering = np.where((dist2 < 1e-6) | (s[:, -1] < 1e-3), 0.0,
+                            np.arctan2(2.0 * limits.wheelbase_m * local_y, np.maximum(dist2, 1e-12)))
+        stop = (target_speed < 0.05) & (speed < 0.5)
+        accel = np.minimum(np.maximum(np.where(stop, -limits.max_decel_mps2, accel), -limits.max_decel_mps2),
+                           limits.max_accel_mps2)
+        steering = np.minimum(np.maximum(np.where(stop, 0.0, steering), -limits.max_steering_rad),
+                              limits.max_steering_rad)
+        v_next = np.minimum(np.maximum(speed + accel * dt_s, 0.0), limits.max_speed_mps)
+        yaw_rate = v_next / limits.wheelbase_m * np.tan(steering)
+        yaw_mid = yaw + 0.5 * yaw_rate * dt_s
+        step = v_next * dt_s
+        xy = xy + np.column_stack([step * np.cos(yaw_mid), step * np.sin(yaw_mid)])
+        yaw, speed = geometry.wrap_angle(yaw + yaw_rate * dt_s), v_next
+        out[:, k, :2], out[:, k, 2], out[:, k, 3] = xy, yaw, speed
+    return out

@@ -1,4 +1,5 @@
-"""Per-frame events (ego collision, off-road, NPC contact, tile generated) and metrics so far.
+"""Per-frame events (ego collision, off-road, planner-score infraction, NPC contact, tile generated) and metrics
+so far.
 
 Built incrementally as frames arrive, so the HUD and "jump to next event" cost O(1) / O(log n) per query.
 Indices are positions in the frame sequence (0 = first frame), not step numbers.
@@ -23,9 +24,11 @@ class EventKind(str, Enum):
     NPC_COLLISION = "npc collision"
     NPC_OFFROAD = "npc off-road"
     TILE = "tile"
+    INFRACTION = "infraction"
+    """A planner-score infraction started (at-fault collision, TTC breach, overspeed, wrong way, ...)."""
 
 
-JUMP_KINDS = (EventKind.COLLISION, EventKind.OFFROAD, EventKind.TILE)
+JUMP_KINDS = (EventKind.COLLISION, EventKind.OFFROAD, EventKind.INFRACTION, EventKind.TILE)
 """Kinds that "jump to next event" stops at (NPC events are highlighted but too frequent to stop at)."""
 
 
@@ -41,6 +44,8 @@ class MetricsSoFar:
     tile_ms_p50: float
     tile_ms_max: float
     npc_policy_ms_mean: float
+    infractions: int = 0
+    last_infraction: str = ""
 
 
 class EventIndex:
@@ -54,6 +59,10 @@ class EventIndex:
         self._tile_ms: list[float] = []
         self._tiles_upto: list[int] = []
         self._npc_ms_sum: list[float] = []
+        self._infractions: list[int] = []
+        self._last_infraction: list[str] = []
+        self.score_events: list[tuple[str, ...]] = []
+        """Per frame: the planner-score infractions that started in its step."""
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -72,6 +81,12 @@ class EventIndex:
             kinds.add(EventKind.NPC_OFFROAD)
         if frame.new_tiles:
             kinds.add(EventKind.TILE)
+        if m.score_events:
+            kinds.add(EventKind.INFRACTION)
+        self._infractions.append((self._infractions[-1] if self._infractions else 0) + len(m.score_events))
+        self._last_infraction.append(m.score_events[-1] if m.score_events else
+                                     (self._last_infraction[-1] if self._last_infraction else ""))
+        self.score_events.append(tuple(m.score_events))
         self.kinds.append(frozenset(kinds))
         for k in kinds:
             self._by_kind[k].append(i)
@@ -109,4 +124,5 @@ class EventIndex:
         ms = self._npc_ms_sum[index] / (index + 1)
         return MetricsSoFar(c[0], c[1], c[2], c[3], c[4],
                             float(np.median(tiles)) if len(tiles) else 0.0,
-                            float(tiles.max()) if len(tiles) else 0.0, ms)
+                            float(tiles.max()) if len(tiles) else 0.0, ms, self._infractions[index],
+                            self._last_infraction[index])

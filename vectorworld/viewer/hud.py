@@ -21,7 +21,7 @@ HELP_LINES = (
     ("right / left  or  . / ,", "step forward / back (drive: arrows steer, . steps)"),
     ("page up / down", "seek -/+ 10 s;  home / end: first / last step"),
     ("click / drag timeline", "seek"),
-    ("n / b", "next / previous event (collision, off-road, tile)"),
+    ("n / b", "next / previous event (collision, off-road, score infraction, tile)"),
     ("[ / ]", "playback speed down / up"),
     ("wheel  or  + / -", "zoom"),
     ("drag  or  shift + arrows", "pan (turns follow off)"),
@@ -38,6 +38,7 @@ LEGEND = (
     (style.AGENT_FILL[3], "cyclist"), (style.EGO_PLAN, "ego plan"), (style.ROUTE, "route"),
     (style.FRONTIER, "tile frontier"), (style.LANE_EDGE_SUCCESSOR, "successor edge"),
     (style.LANE_EDGE_NEIGHBOR, "neighbour edge"), (style.COLLISION, "collision"), (style.OFFROAD, "off-road"),
+    (style.INFRACTION, "score infraction"),
     (style.LANE_COLORS[4], "connector lane"), (style.POLICY_OUTLINE[2], "log-replay outline"),
 )
 
@@ -61,6 +62,8 @@ class HudInfo:
     collided_ids: tuple[int, ...]
     end_reason: str
     has_timings: bool = True
+    score_events: tuple[str, ...] = ()
+    """Planner-score infractions that started in this step (at_fault_collision, ttc, overspeed, ...)."""
 
 
 class Fonts:
@@ -90,6 +93,8 @@ def draw_status(surface: pygame.Surface, fonts: Fonts, info: HudInfo) -> None:
         (f"ego collisions {m.ego_collisions}   off-road steps {m.ego_offroad_steps}",
          style.COLLISION if m.ego_collisions else style.HUD_TEXT),
         (f"npc contacts {m.npc_collisions}   npc off-road {m.npc_offroad}", style.HUD_DIM),
+        (f"score infractions {m.infractions}" + (f"   last: {m.last_infraction}" if m.last_infraction else ""),
+         style.INFRACTION if m.infractions else style.HUD_DIM),
     ]
     if info.has_timings:
         lines += [
@@ -120,6 +125,8 @@ def draw_event_banner(surface: pygame.Surface, fonts: Fonts, info: HudInfo) -> N
         parts.append(("EGO OFF-ROAD", style.OFFROAD))
     if EventKind.NPC_COLLISION in info.events:
         parts.append(("npc contact", style.NPC_CONTACT))
+    if EventKind.INFRACTION in info.events:
+        parts.append((" ".join(kind.replace("_", " ") for kind in info.score_events).upper(), style.INFRACTION))
     if EventKind.TILE in info.events:
         parts.append(("tile generated", style.FRONTIER))
     w, h = surface.get_size()
@@ -163,13 +170,15 @@ def timeline_index_at(size_px: tuple[int, int], x_px: float, num_frames: int) ->
 
 
 def draw_timeline(surface: pygame.Surface, events: EventIndex, index: int, num_frames: int) -> None:
-    """The seek bar: progress, ticks for tiles (cyan), off-road (orange) and collisions (red)."""
+    """The seek bar: progress, ticks for tiles (cyan), score infractions (yellow), off-road (orange) and
+    collisions (red)."""
     rect = timeline_rect(surface.get_size())
     pygame.draw.rect(surface, style.TIMELINE_BG, rect)
     span = max(num_frames - 1, 1)
     done = int(rect.width * index / span)
     pygame.draw.rect(surface, style.TIMELINE_FILL, pygame.Rect(rect.left, rect.top, done, rect.height))
     for kind, color, top in ((EventKind.TILE, style.TIMELINE_TILE, rect.bottom - 4),
+                             (EventKind.INFRACTION, style.INFRACTION, rect.top + rect.height // 2),
                              (EventKind.OFFROAD, style.OFFROAD, rect.top),
                              (EventKind.COLLISION, style.COLLISION, rect.top)):
         for i in events.indices(kind):

@@ -115,7 +115,7 @@ class Renderer:
             tile_ms_step=frame.tile_ms, npc_policy_ms_step=frame.npc_policy_ms, playback=state,
             agents=int(a.valid.sum()), lanes=num_lanes, events=store.events.at(index),
             collided_ids=tuple(frame.step_metrics.ego_collided_ids), end_reason=frame.end_reason.value,
-            has_timings=store.has_timings)
+            has_timings=store.has_timings, score_events=store.events.score_events[index])
 
 
 def follow_camera(camera: Camera, store: FrameStore, playback: Playback) -> Camera:

@@ -54,6 +54,7 @@ POLICY_NAMES = {0: "ego", 1: "NPC policy", 2: "log replay"}
 COLLISION: Color = (255, 40, 40)
 OFFROAD: Color = (255, 140, 0)
 NPC_CONTACT: Color = (255, 90, 160)
+INFRACTION: Color = (250, 220, 60)
 
 TIMELINE_BG: Color = (40, 44, 52)
 TIMELINE_FILL: Color = (90, 110, 140)

@@ -81,13 +81,14 @@ def step_metrics_to_proto(m: StepMetrics, out: world_pb2.StepMetrics) -> world_p
     out.npc_collision_events, out.npc_offroad_events = int(m.npc_collision_events), int(m.npc_offroad_events)
     out.npc_infeasible_steps, out.npc_vehicle_steps = int(m.npc_infeasible_steps), int(m.npc_vehicle_steps)
     out.ego_distance_m = float(m.ego_distance_m)
+    out.score_events.extend(m.score_events)
     return out
 
 
 def step_metrics_from_proto(msg: world_pb2.StepMetrics) -> StepMetrics:
     return StepMetrics(tuple(msg.ego_collided_ids), msg.ego_offroad, msg.npc_collision_events,
                        msg.npc_offroad_events, msg.npc_infeasible_steps, msg.npc_vehicle_steps,
-                       msg.ego_comfortable, msg.ego_distance_m)
+                       msg.ego_comfortable, msg.ego_distance_m, tuple(msg.score_events))
 
 
 _REPORT_FIELDS = {f.name for f in world_pb2.EpisodeReport.DESCRIPTOR.fields} - {"extra_json", "end_reason"}
