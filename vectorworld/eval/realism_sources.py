@@ -127,8 +127,7 @@ def _dataset_samples(folder: Path, max_tiles: int | None) -> SampleSet:
 
 def iter_drive_snapshots(generator: str, config: DriveConfig) -> Iterator[tuple[int, Snapshot]]:
     """(world index, snapshot) along the ego's path of every seed (see module docstring)."""
-    from vectorworld.sim.session import SessionConfig
-    from vectorworld.sim.session import Session
+    from vectorworld.sim.session import Session, SessionConfig
 
     config.validate()
     for w in range(config.worlds):
