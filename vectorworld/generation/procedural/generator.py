@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld.generation.base import AgentSpawns, TileContent, TileGenerator, TileRequest, register_generator
+from vectorworld.generation.procedural.city_plan import CityConfig, CityPlan
+from vectorworld.generation.procedural.city_tiles import CityAnchor, CityRegion, cut_tile
 from vectorworld.generation.procedural.occupancy import Occupancy
 from vectorworld.generation.procedural.port_groups import GroupingConfig, group_ports
 from vectorworld.generation.procedural.road_growth import RoadGrower
@@ -33,13 +35,22 @@ from vectorworld.generation.procedural.tile_draft import TileDraft
 
 @dataclass(frozen=True)
 class ProceduralConfig:
-    """growth: road shapes; grouping: how ports form roads; spawn: traffic; obstacle_reach_m: known lanes
-    up to this far (m) outside the tile are kept clear of (new lanes may stick out of the tile)."""
+    """layout: "city" (a seeded block grid, :mod:`city_plan`) or "organic" (roads grown piece by piece);
+    growth: organic road shapes; grouping: how ports form roads; spawn: organic traffic; city / city_spawn:
+    the city plan and its traffic; obstacle_reach_m: known lanes up to this far (m) outside the tile are kept
+    clear of by organic roads (new lanes may stick out of the tile)."""
 
+    layout: str = "city"
     growth: GrowthConfig = field(default_factory=GrowthConfig)
     grouping: GroupingConfig = field(default_factory=GroupingConfig)
     spawn: SpawnConfig = field(default_factory=SpawnConfig)
+    city: CityConfig = field(default_factory=CityConfig)
+    city_spawn: SpawnConfig = field(default_factory=lambda: CITY_SPAWN)
     obstacle_reach_m: float = 30.0
+
+
+CITY_SPAWN = SpawnConfig()
+"""Traffic of the city layout."""
 
 
 @register_generator("procedural")
@@ -50,6 +61,27 @@ class ProceduralGenerator(TileGenerator):
 
     def __init__(self, config: ProceduralConfig | None = None) -> None:
         self.config = config if config is not None else ProceduralConfig()
+        self._city: tuple[CityPlan, CityAnchor] | None = None
+
+    def _city_tile(self, request: TileRequest) -> tuple[TileContent, GrowthReport] | None:
+        """The tile cut from this world's city plan; None when a port is not on the plan (a known map, a
+        straight fallback, another generator's lanes): those are grown organically."""
+        frame = request.frame
+        if not request.ports:  # a first tile: a new world, a new plan anchored here
+            seed = int(request.rng.integers(1 << 62))
+            self._city = (CityPlan(seed, self.config.city), CityAnchor(frame.center_xy.copy(), float(frame.yaw)))
+        if self._city is None:
+            return None
+        region = CityRegion(*self._city, frame)
+        if not all(region.on_plan(p.xy, p.is_out) for p in request.ports):
+            return None
+        lanes, links, junctions, pockets = cut_tile(region, frame, request.graph, request.lane_ids)
+        report = GrowthReport(roads=len(lanes), junctions=junctions, tapers=pockets)
+        if request.spawn_agents and lanes:
+            agents = spawn_agents(lanes, request, first_tile=not request.ports, config=self.config.city_spawn)
+        else:
+            agents = AgentSpawns.none()
+        return TileContent(lanes, links, agents), report
 
     def generate(self, request: TileRequest) -> TileContent:
         return self.generate_with_report(request)[0]
@@ -57,6 +89,10 @@ class ProceduralGenerator(TileGenerator):
     def generate_with_report(self, request: TileRequest) -> tuple[TileContent, GrowthReport]:
         """:meth:`generate` plus counters (roads grown / stopped, junctions, tapers) for statistics."""
         cfg, frame = self.config, request.frame
+        if cfg.layout == "city":
+            city = self._city_tile(request)
+            if city is not None:
+                return city
         occupancy = Occupancy()
         radius = (frame.size_m / 2.0 + cfg.obstacle_reach_m) * np.sqrt(2.0)
         occupancy.add_known_lanes(request.graph, request.graph.near(frame.center_xy, radius), frame.center_xy,

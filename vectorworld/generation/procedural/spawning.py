@@ -200,6 +200,8 @@ def _vehicles(lanes: tuple[Lane, ...], rng: np.random.Generator, config: SpawnCo
         if not rows:
             continue
         v = np.array(rows)
+        # bumper gaps as placed: centre distance less both half lengths (the planned gap counted the one ahead)
+        v[1:, 7] = v[:-1, 0] - v[1:, 0] - (v[:-1, 1] + v[1:, 1]) / 2.0
         xy, yaw = _lane_poses(lane, v[:, 0])
         keep = np.cumprod(eligible(xy)).astype(bool)  # stop at the first one outside the area
         radius = 1.0 / np.maximum(_max_curvature(lane, geometry.curvature(lane.points), v[:, 0]), 1e-4)
