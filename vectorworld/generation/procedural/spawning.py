@@ -60,6 +60,15 @@ class SpawnConfig:
     existing_clearance_m: float = 10.0
     first_tile_clear_radius_m: float = 12.0
     max_agents: int = 24
+    pedestrians: tuple[int, int] = (1, 2)
+    """How many pedestrians (min, max) a tile gets when it gets any (``pedestrian_prob``)."""
+    pedestrian_pair_prob: float = 0.0
+    """Chance that a pedestrian walks with a companion 1.05-1.5 m beside."""
+    queue_prob: float = 0.0
+    """Chance that a lane ending at a junction starts with a queue of stopped cars at its end."""
+    queue_cars: tuple[int, int] = (1, 4)
+    queue_gap_m: tuple[float, float] = (1.5, 3.5)
+    """Bumper gaps (m) in a standing queue."""
 
 
 @dataclass
@@ -151,10 +160,22 @@ def spawn_agents(lanes: tuple[Lane, ...], request: TileRequest, first_tile: bool
             return ok & (np.linalg.norm(local, axis=-1) >= config.first_tile_clear_radius_m)
         return ok & (local[..., 0] >= 0.0)
 
-    candidates = _vehicles(lanes, rng, config, eligible, _successor_curvature(lanes, request.graph))
+    candidates = _vehicles(lanes, rng, config, eligible, _successor_curvature(lanes, request.graph),
+                           _ends_at_junction(lanes, request.graph))
     candidates += _parked(lanes, by_id, rng, config, eligible, clearance)
     candidates += _vulnerable(lanes, rng, config, eligible, clearance)
     return _accept(candidates, request.existing_agents_xy, config)
+
+
+def _ends_at_junction(lanes: tuple[Lane, ...], graph: LaneGraph) -> dict[int, bool]:
+    """Whether each (non-connector) lane leads into junction connectors only."""
+    by_id = {lane.id: lane for lane in lanes}
+    out = {}
+    for lane in lanes:
+        nxt = [by_id.get(i) or (graph[i] if i in graph else None) for i in lane.successors]
+        out[lane.id] = (lane.lane_type != LaneType.CONNECTOR and bool(nxt)
+                        and all(n is not None and n.lane_type == LaneType.CONNECTOR for n in nxt))
+    return out
 
 
 def _size(rng: np.random.Generator, config: SpawnConfig, trucks: bool = True) -> tuple[float, float]:
@@ -175,12 +196,14 @@ def _successor_curvature(lanes: tuple[Lane, ...], graph: LaneGraph) -> dict[int,
 
 
 def _vehicles(lanes: tuple[Lane, ...], rng: np.random.Generator, config: SpawnConfig,
-              eligible: Eligible, next_kappa: dict[int, float]) -> list[_Candidate]:
+              eligible: Eligible, next_kappa: dict[int, float],
+              queued_at_end: dict[int, bool] | None = None) -> list[_Candidate]:
     """Moving (and some stopped) vehicles in lane, queued from each lane's downstream end backwards.
 
     Speeds respect the lane's limit, its curves, the gap ahead, and the curve after the lane's end
     (reachable with comfortable braking)."""
     out = []
+    queued_at_end = queued_at_end or {}
     for lane in lanes:
         if lane.lane_type == LaneType.CONNECTOR and rng.random() >= config.connector_prob:
             continue
@@ -190,12 +213,20 @@ def _vehicles(lanes: tuple[Lane, ...], rng: np.random.Generator, config: SpawnCo
         s_lo, s_hi = float(lane.arc_length[ok].min()), float(lane.arc_length[ok].max())
         rows = []  # s, length, width, lateral, speed factor, stopped, heading noise, gap to the one ahead
         s, gap_ahead = s_hi - float(rng.uniform(0.0, config.mean_extra_gap_m)), np.inf
+        queue = 0
+        if (config.queue_prob > 0.0 and queued_at_end.get(lane.id, False) and bool(ok[-1])
+                and rng.random() < config.queue_prob):
+            queue = int(rng.integers(config.queue_cars[0], config.queue_cars[1] + 1))
+            s = s_hi - float(rng.uniform(2.5, 4.0))  # the first car waits at the stop line
         while s >= s_lo:
             length, width = _size(rng, config)
+            stopped = len(rows) < queue or rng.random() < config.stopped_prob
             rows.append((s, length, width, float(np.clip(rng.normal(0.0, 0.15), -0.3, 0.3)),
-                         float(rng.uniform(*config.speed_factor)), float(rng.random() < config.stopped_prob),
+                         float(rng.uniform(*config.speed_factor)), float(stopped),
                          float(rng.normal(0.0, 0.02)), gap_ahead))
-            gap_ahead = config.min_gap_m + float(rng.exponential(config.mean_extra_gap_m))
+            in_queue = len(rows) < queue
+            gap_ahead = (float(rng.uniform(*config.queue_gap_m)) if in_queue
+                         else config.min_gap_m + float(rng.exponential(config.mean_extra_gap_m)))
             s -= length + gap_ahead
         if not rows:
             continue
@@ -275,7 +306,7 @@ def _vulnerable(lanes: tuple[Lane, ...], rng: np.random.Generator, config: Spawn
                                  np.array([speed]))[0]
             out.append(_Candidate(pos, yaw, speed, 1.8, 0.7, AgentType.CYCLIST, lane.id, code, True))
     if rng.random() < config.pedestrian_prob:
-        for _ in range(int(rng.integers(1, 3))):
+        for _ in range(int(rng.integers(config.pedestrians[0], config.pedestrians[1] + 1))):
             lane = curbs[int(rng.integers(len(curbs)))]
             s = float(rng.uniform(0.0, lane.length_m))
             xy, yaw = _lane_pose(lane, s)
@@ -287,6 +318,11 @@ def _vulnerable(lanes: tuple[Lane, ...], rng: np.random.Generator, config: Spawn
                 motion[:, 0] = -speed * MOTION_HORIZON_S * np.linspace(1.0, 0.0, MOTION_POINTS)
             if eligible(pos) and clearance.clear(pos[None], 1.0, ()):
                 out.append(_Candidate(pos, heading, speed, 0.6, 0.6, AgentType.PEDESTRIAN, OFF_LANE, motion, False))
+                if config.pedestrian_pair_prob > 0.0 and rng.random() < config.pedestrian_pair_prob:
+                    beside = pos + float(rng.uniform(1.05, 1.5)) * np.array([np.sin(yaw), -np.cos(yaw)])
+                    if eligible(beside) and clearance.clear(beside[None], 1.0, ()):
+                        out.append(_Candidate(beside, heading, speed, 0.6, 0.6, AgentType.PEDESTRIAN, OFF_LANE,
+                                              motion.copy(), False))
     return out
 
 
