@@ -15,8 +15,8 @@ DEFAULT_NPC_POLICY = "deltasim"
 POLICY_MODULES = {
     "idm": "policies.idm",
     "constant-velocity": "policies.constant_velocity",
-    "deltasim": "policies.deltasim",
-    "deltasim-unshaped": "policies.deltasim",
+    "deltasim": "policies.deltasim.policy",
+    "deltasim-unshaped": "policies.deltasim.policy",
 }
 
 

@@ -15,7 +15,7 @@ from policies.base import Policy, PolicyInput
 from policies.idm import IdmCore, IdmParams, IdmPolicy, SharesIdmCore
 from vectorworld import geometry
 from vectorworld.errors import ConfigError
-from vectorworld.sim.commands import EgoCommand, TrajectoryCommand
+from vectorworld.vehicle.commands import EgoCommand, TrajectoryCommand
 
 HORIZON_STEPS = 30
 

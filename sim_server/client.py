@@ -38,10 +38,10 @@ import grpc
 from sim_server import simulator_service_pb2_grpc
 from vectorworld.errors import DataFormatError
 from vectorworld.sim import wire
-from vectorworld.sim.commands import EgoCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
+from vectorworld.vehicle.commands import EgoCommand
 
 T = TypeVar("T")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vectorworld.errors import VectorWorldError
-from vectorworld.sim.commands import EgoCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session, SessionConfig
 from vectorworld.sim.wire import HistoryDeltaEncoder, LaneDeltaEncoder, LaneEncodeMemo
+from vectorworld.vehicle.commands import EgoCommand
 
 log = logging.getLogger(__name__)
 

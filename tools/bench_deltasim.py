@@ -29,8 +29,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from policies.base import PolicyInput  # noqa: E402
-from policies.deltasim import STAGES, DeltaSimConfig, DeltaSimPolicy  # noqa: E402
-from policies.deltasim_scenes import drive, synthetic_input  # noqa: E402
+from policies.deltasim.policy import STAGES, DeltaSimConfig, DeltaSimPolicy  # noqa: E402
+from policies.deltasim.scenes import drive, synthetic_input  # noqa: E402
 
 WARMUP_STEPS = 10
 

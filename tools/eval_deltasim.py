@@ -3,7 +3,7 @@
     python tools/eval_deltasim.py [--seeds 20] [--ablation-seeds N] [--km 1] [--steps 300] [--workers N]
                                   [--out report.json] [--no-session] [--no-synthetic] [--womd PATH]
 
-Writes the JSON report of :func:`policies.deltasim_eval.evaluate_npc` (Session episodes of --km each,
+Writes the JSON report of :func:`vectorworld.eval.npc_eval.evaluate_npc` (Session episodes of --km each,
 synthetic dense traffic of --steps steps, and the WOMD hold-out when --womd names a file).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from policies.deltasim_eval import DEFAULT_POLICIES, evaluate_npc  # noqa: E402
+from vectorworld.eval.npc_eval import DEFAULT_POLICIES, evaluate_npc  # noqa: E402
 
 
 def main() -> None:

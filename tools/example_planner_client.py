@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim_server.client import RemoteSession, SimClient  # noqa: E402
 from vectorworld import geometry  # noqa: E402
-from vectorworld.sim.commands import ControlCommand  # noqa: E402
 from vectorworld.sim.observation import Observation  # noqa: E402
+from vectorworld.vehicle.commands import ControlCommand  # noqa: E402
 
 WHEELBASE_M = 2.9
 CRUISE_MPS = 10.0

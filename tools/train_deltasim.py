@@ -1,12 +1,12 @@
 """Train the shipped DeltaSim checkpoint (exact recipe).
 
-    python tools/train_deltasim.py [--data DIR] [--out policies/weights]
+    python tools/train_deltasim.py [--data DIR] [--out policies/deltasim/weights]
 
 Records IDM-teacher traffic in procedural Session rollouts into DIR (cached as deltasim_samples.npz, with
 the recipe beside it in deltasim_samples.json; reused on reruns only if the recipe is the same; about 8
 minutes of one core, 1.4 GB), trains by behaviour cloning on one torch thread (17 minutes for the shipped
 checkpoint; the schedule anneals within --max-seconds), and writes deltasim.safetensors, deltasim.json and
-train_record.json into --out. The defaults are the exact recipe of the checkpoint in policies/weights/ (its
+train_record.json into --out. The defaults are the exact recipe of the checkpoint in policies/deltasim/weights/ (its
 train_record.json holds the resolved recipe and log). The corpus comes from the current Session, world and
 IDM code: after changes there, a rerun records different traffic and trains a different checkpoint.
 """
@@ -21,14 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from policies.deltasim_recipe import DataRecipe, train_from_dir  # noqa: E402
-from policies.deltasim_train import TrainConfig  # noqa: E402
+from vectorworld.train.deltasim_recipe import DataRecipe, train_from_dir  # noqa: E402
+from vectorworld.train.deltasim_training import TrainConfig  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT / "build" / "deltasim_data")
-    parser.add_argument("--out", type=Path, default=ROOT / "policies" / "weights")
+    parser.add_argument("--out", type=Path, default=ROOT / "policies" / "deltasim" / "weights")
     parser.add_argument("--episodes", type=int, default=DataRecipe.episodes)
     parser.add_argument("--steps", type=int, default=DataRecipe.steps)
     parser.add_argument("--record-every", type=int, default=DataRecipe.record_every)

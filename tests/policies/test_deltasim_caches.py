@@ -8,10 +8,10 @@ import dataclasses
 import numpy as np
 
 from policies.base import PolicyInput
-from policies.deltasim_routes import PATCH_ROWS, RouteFix, RouteTargets
-from policies.deltasim_scenes import synthetic_input
+from policies.deltasim.observation import Observation, ObservationBuilder
+from policies.deltasim.routes import PATCH_ROWS, RouteFix, RouteTargets
+from policies.deltasim.scenes import synthetic_input
 from policies.idm import IdmCore
-from policies.npc_observation import Observation, ObservationBuilder
 from vectorworld.scene import Lane, LaneType
 
 

@@ -9,19 +9,19 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.deltasim import DeltaSimConfig, DeltaSimPolicy
-from policies.deltasim_checkpoint import DeltaSimCheckpoint
-from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
-from policies.deltasim_scenes import synthetic_input
-from policies.feasibility import (
+from policies.deltasim.checkpoint import DeltaSimCheckpoint
+from policies.deltasim.feasibility import (
     METRIC_LIMITS,
     SHAPING_LIMITS,
     infeasible,
     kinematic_cost,
     project_feasible,
 )
-from policies.kdisks import build_kdisks, straight_motions
-from policies.npc_observation import ObservationConfig
+from policies.deltasim.kdisks import build_kdisks, straight_motions
+from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
+from policies.deltasim.observation import ObservationConfig
+from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy
+from policies.deltasim.scenes import synthetic_input
 from vectorworld.scene import AgentType
 
 VEH = int(AgentType.VEHICLE)
@@ -131,7 +131,7 @@ def test_stopped_agents_are_not_pushed_backwards() -> None:
 
 
 def test_cost_and_violation_agree_with_two_cost_calls() -> None:
-    from policies.feasibility import cost_and_violation
+    from policies.deltasim.feasibility import cost_and_violation
 
     rng = np.random.default_rng(0)
     motion = torch.from_numpy(np.stack([rng.uniform(-0.2, 3.0, 4000), rng.normal(0, 0.05, 4000),
@@ -145,8 +145,8 @@ def test_cost_and_violation_agree_with_two_cost_calls() -> None:
 
 
 def test_vocabulary_feasibility_equals_the_per_call_cost_bit_for_bit() -> None:
-    from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
-    from policies.feasibility import VocabularyFeasibility, cost_and_violation
+    from policies.deltasim.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
+    from policies.deltasim.feasibility import VocabularyFeasibility, cost_and_violation
 
     prims = torch.from_numpy(load_checkpoint(DEFAULT_CHECKPOINT).vocabulary.primitives.astype(np.float32))
     rng = np.random.default_rng(0)

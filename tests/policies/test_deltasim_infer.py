@@ -9,7 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.collision_shaping import (
+from policies.deltasim.checkpoint import DeltaSimCheckpoint
+from policies.deltasim.collision_shaping import (
     CollisionShapingConfig,
     box_clearance,
     collision_penalty,
@@ -18,15 +19,14 @@ from policies.collision_shaping import (
     primitive_paths,
     primitive_positions,
 )
-from policies.deltasim import DeltaSimConfig, DeltaSimPolicy, torch_threads
-from policies.deltasim_checkpoint import DeltaSimCheckpoint
-from policies.deltasim_infer import DeltaSimInference
-from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig, observation_tensors
-from policies.deltasim_route_shaping import RouteShapingConfig, route_penalty
-from policies.deltasim_scenes import synthetic_input
-from policies.deltasim_scoring import SCORER_INPUTS, DeltaSimScorer, reachable_neighbors, trace_scorer
-from policies.kdisks import build_kdisks, straight_motions
-from policies.npc_observation import ObservationBuilder, ObservationConfig
+from policies.deltasim.infer import DeltaSimInference
+from policies.deltasim.kdisks import build_kdisks, straight_motions
+from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig, observation_tensors
+from policies.deltasim.observation import ObservationBuilder, ObservationConfig
+from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy, torch_threads
+from policies.deltasim.route_shaping import RouteShapingConfig, route_penalty
+from policies.deltasim.scenes import synthetic_input
+from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, reachable_neighbors, trace_scorer
 from vectorworld.errors import ConfigError
 
 

@@ -8,16 +8,16 @@ import numpy as np
 import torch
 
 from policies.base import PolicyInput
-from policies.deltasim import DeltaSimConfig, DeltaSimPolicy
-from policies.deltasim_checkpoint import DeltaSimCheckpoint
-from policies.deltasim_junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
-from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
-from policies.deltasim_scenes import synthetic_input
+from policies.deltasim.checkpoint import DeltaSimCheckpoint
+from policies.deltasim.junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
+from policies.deltasim.kdisks import build_kdisks, straight_motions
+from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
+from policies.deltasim.observation import ObservationBuilder, ObservationConfig, policy_slots
+from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy
+from policies.deltasim.scenes import synthetic_input
 from policies.idm import IdmCore, IdmPolicy
-from policies.kdisks import build_kdisks, straight_motions
-from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.scene import Agents, LaneGraph
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.vehicle.dynamics import apply_deltas
 
 
 def _agents(x0: float, v0: float, crossing_speed: float) -> Agents:
@@ -166,7 +166,7 @@ def test_stop_tokens_hold_exactly_the_agents_idm_holds_in_session_traffic() -> N
 
 def test_a_network_that_wants_to_brake_harder_than_feasible_brakes_as_hard_as_feasible(
         crossing_connectors: LaneGraph) -> None:
-    from policies.feasibility import braking_floor
+    from policies.deltasim.feasibility import braking_floor
 
     ckpt = _untrained_checkpoint()
     with torch.no_grad():  # this network always wants to stand still

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.kdisks import (
+from policies.deltasim.kdisks import (
     MotionVocabulary,
     apply_body_delta,
     body_delta,

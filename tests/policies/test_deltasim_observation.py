@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from policies.base import PolicyInput
-from policies.deltasim_routes import ROUTE_AHEAD_M
-from policies.deltasim_scenes import synthetic_input
+from policies.deltasim.lane_chunks import chunk_lane
+from policies.deltasim.observation import ObservationBuilder, ObservationConfig
+from policies.deltasim.routes import ROUTE_AHEAD_M
+from policies.deltasim.scenes import synthetic_input
 from policies.idm import IdmParams, PathProfile
-from policies.lane_chunks import chunk_lane
-from policies.npc_observation import ObservationBuilder, ObservationConfig
 from vectorworld import geometry
 from vectorworld.scene import AgentType
 
@@ -196,8 +196,8 @@ def test_the_leader_ahead_on_the_route_is_observed_before_nearer_agents() -> Non
 def test_relation_lookup_matches_the_plain_edge_scan() -> None:
     """The relation codes looked up by lane pair equal those of a plain scan over every edge (later edges of a
     repeated pair overwriting earlier ones, the current lane last), including agents without a current lane."""
-    from policies.lane_chunks import ChunkTables, PackedLanes
-    from policies.npc_observation import type_one_hot
+    from policies.deltasim.lane_chunks import ChunkTables, PackedLanes
+    from policies.deltasim.observation import type_one_hot
 
     rng = np.random.default_rng(3)
     num_lanes, num_edges = 12, 40

@@ -11,17 +11,17 @@ import pytest
 import torch
 
 from policies.base import make_policy
-from policies.collision_shaping import CollisionShapingConfig, collision_penalty, primitive_paths
-from policies.deltasim import DeltaSimConfig, DeltaSimPolicy
-from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint, save_checkpoint
-from policies.deltasim_data import procedural_traffic
-from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
-from policies.deltasim_recipe import idm_teacher
-from policies.deltasim_scenes import synthetic_input
-from policies.deltasim_train import TrainConfig, evaluate_bc, train_deltasim
-from policies.kdisks import build_kdisks, straight_motions
-from policies.npc_observation import ObservationBuilder, ObservationConfig
+from policies.deltasim.checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint, save_checkpoint
+from policies.deltasim.collision_shaping import CollisionShapingConfig, collision_penalty, primitive_paths
+from policies.deltasim.kdisks import build_kdisks, straight_motions
+from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
+from policies.deltasim.observation import ObservationBuilder, ObservationConfig
+from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy
+from policies.deltasim.scenes import synthetic_input
 from vectorworld.errors import CheckpointError
+from vectorworld.train.deltasim_data import procedural_traffic
+from vectorworld.train.deltasim_recipe import idm_teacher
+from vectorworld.train.deltasim_training import TrainConfig, evaluate_bc, train_deltasim
 
 
 def _checkpoint(seed: int = 0) -> DeltaSimCheckpoint:
@@ -94,7 +94,7 @@ def test_warm_start_history_changes_the_decision() -> None:
     cold_obs = builder(dataclasses.replace(inp, agents=cold))
     assert warm_obs.history[:, :-1, 5].all() and not cold_obs.history[:, :-1, 5].any()
     with torch.no_grad():
-        from policies.deltasim_net import observation_tensors
+        from policies.deltasim.net import observation_tensors
 
         lw, _ = ckpt.net(**observation_tensors(warm_obs))
         lc, _ = ckpt.net(**observation_tensors(cold_obs))

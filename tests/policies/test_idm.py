@@ -10,7 +10,7 @@ from policies.base import PolicyInput
 from policies.idm import IdmParams, IdmPolicy
 from vectorworld import geometry
 from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.vehicle.dynamics import apply_deltas
 
 
 def straight_graph(length_m: float = 400.0) -> LaneGraph:

@@ -5,8 +5,8 @@ import pytest
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
 from vectorworld.errors import CommandError, ConfigError, EpisodeFinishedError, StepMismatchError
-from vectorworld.sim.commands import ControlCommand, StateCommand, TrajectoryCommand
 from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.vehicle.commands import ControlCommand, StateCommand, TrajectoryCommand
 
 
 def short_config(**kw) -> SessionConfig:

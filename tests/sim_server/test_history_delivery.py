@@ -19,11 +19,11 @@ from tests.sim_server.test_observation_encoding import assert_observations_equal
 from vectorworld.errors import DataFormatError
 from vectorworld.scene import HISTORY_STEPS, Agents
 from vectorworld.sim import wire, wire_table
-from vectorworld.sim.commands import StateCommand
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.v1 import world_pb2
+from vectorworld.vehicle.commands import StateCommand
 
 CHURN = {"target_km": 1.0, "observation_radius_m": 8.0, "max_steps": 400, "terminate_on_collision": False}
 """A test-straight episode driven by :func:`commands`: with this small radius agents come into view, leave it

@@ -11,12 +11,12 @@ import pytest
 from sim_server.client import SimClient
 from sim_server.server import create_server
 from tests.sim_server.conftest import TEST_DEFAULTS, server_config
-from vectorworld.sim.commands import ControlCommand, StateCommand, TrajectoryCommand
 from vectorworld.sim.observation import EndReason
 from vectorworld.sim.rollout import run_episode
 from vectorworld.sim.session import Session, SessionConfig
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
+from vectorworld.vehicle.commands import ControlCommand, StateCommand, TrajectoryCommand
 
 DETERMINISTIC_FIELDS = ("km", "steps", "completed", "end_reason", "ego_collisions", "ego_offroad_rate",
                         "npc_collisions_per_km", "npc_offroad_per_km", "kinematic_infeasibility_rate",

@@ -1,5 +1,5 @@
 """CLI commands for NPC policies: ``train deltasim`` and ``eval npc`` (thin wrappers over
-:func:`policies.deltasim_recipe.train_from_dir` and :func:`policies.deltasim_eval.evaluate_npc`).
+:func:`vectorworld.train.deltasim_recipe.train_from_dir` and :func:`vectorworld.eval.npc_eval.evaluate_npc`).
 
 Add ``"vectorworld.cli.npc_commands"`` to the command modules; ``register(app)`` puts the commands into
 the shared ``train`` and ``eval`` groups.
@@ -16,7 +16,7 @@ from vectorworld.cli.groups import bad_input, eval_app, train_app
 from vectorworld.errors import VectorWorldError
 
 DEFAULT_POLICIES = ("deltasim", "deltasim-unshaped", "idm", "constant-velocity")
-"""Compared by ``eval npc`` (as :data:`policies.deltasim_eval.DEFAULT_POLICIES`, without importing torch)."""
+"""Compared by ``eval npc`` (as :data:`vectorworld.eval.npc_eval.DEFAULT_POLICIES`, without importing torch)."""
 ABLATIONS = ("deltasim-unshaped", "constant-velocity")
 """Policies that ``--ablation-episodes`` runs on fewer seeds."""
 
@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
     @train_app.command("deltasim")
     def train_deltasim(
         data: Path = typer.Option(Path("build/deltasim_data"), "--data", help="Sample cache directory."),
-        out: Path = typer.Option(Path("policies/weights"), "--out", help="Where the checkpoint goes."),
+        out: Path = typer.Option(Path("policies/deltasim/weights"), "--out", help="Where the checkpoint goes."),
         epochs: int | None = typer.Option(None, "--epochs", min=1, help="Default: the recipe's."),
         seed: int = typer.Option(0, "--seed", help="Seeds the corpus Sessions and the training."),
         workers: int = typer.Option(1, "--workers", min=1, help="Processes recording data."),
@@ -37,8 +37,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Record IDM teacher traffic in Session rollouts (cached in --data) and train DeltaSim by
         behaviour cloning (the defaults are the shipped checkpoint's recipe)."""
-        from policies.deltasim_recipe import DataRecipe, train_from_dir
-        from policies.deltasim_train import TrainConfig
+        from vectorworld.train.deltasim_recipe import DataRecipe, train_from_dir
+        from vectorworld.train.deltasim_training import TrainConfig
 
         given = {"epochs": epochs, "max_seconds": max_seconds}
         config = TrainConfig(seed=seed, **{k: v for k, v in given.items() if v is not None})
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the JSON report."),
     ) -> None:
         """Compare DeltaSim (shaped, unshaped), IDM and constant velocity on the same seeds."""
-        from policies.deltasim_eval import evaluate_npc
+        from vectorworld.eval.npc_eval import evaluate_npc
 
         names = tuple(name.strip() for name in policies.split(",") if name.strip())
         fewer = {name: ablation_episodes for name in ABLATIONS if ablation_episodes is not None}

@@ -1,1 +1,1 @@
-"""The closed-loop engine: dynamics, commands, metrics, the Session, recordings."""
+"""The closed-loop engine: the Session, spawning, metrics, observations, recordings and their wire encoding."""

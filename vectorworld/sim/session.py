@@ -20,17 +20,17 @@ from vectorworld import DT_S, geometry
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
 from vectorworld.generation import make_generator
 from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
-from vectorworld.sim.commands import (
+from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
+from vectorworld.sim.observation import EndReason, Frame, Observation
+from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
+from vectorworld.vehicle.commands import (
     ControlCommand,
     EgoCommand,
     StateCommand,
     TrajectoryCommand,
     validate_command,
 )
-from vectorworld.sim.dynamics import apply_deltas, bicycle_step, track_trajectory
-from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
-from vectorworld.sim.observation import EndReason, Frame, Observation
-from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
+from vectorworld.vehicle.dynamics import apply_deltas, bicycle_step, track_trajectory
 from vectorworld.world import StreamingWorld, WorldConfig
 from vectorworld.world.routes import RouteBook, build_path
 from vectorworld.world.streaming import STRAIGHT_FALLBACK

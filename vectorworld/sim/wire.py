@@ -19,7 +19,6 @@ import numpy as np
 
 from vectorworld.errors import CommandError, ConfigError, DataFormatError
 from vectorworld.scene import Agents
-from vectorworld.sim.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.session import SessionConfig
@@ -40,6 +39,7 @@ from vectorworld.sim.wire_history import AgentHistoryCache, HistoryDeltaEncoder
 from vectorworld.sim.wire_lanes import LaneDecodeCache, LaneDeltaEncoder, LaneEncodeMemo, lanes_to_wire
 from vectorworld.sim.wire_table import agent_table_to_wire, agents_from_table
 from vectorworld.v1 import session_pb2, world_pb2
+from vectorworld.vehicle.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
 
 _END_TO_WIRE = {
     EndReason.NONE: world_pb2.END_REASON_RUNNING,

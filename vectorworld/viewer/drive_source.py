@@ -1,6 +1,6 @@
 """Drive mode: a local :class:`~vectorworld.sim.session.Session` whose ego follows the keyboard.
 
-Arrow keys become a :class:`~vectorworld.sim.commands.ControlCommand` (up: accelerate, down: brake,
+Arrow keys become a :class:`~vectorworld.vehicle.commands.ControlCommand` (up: accelerate, down: brake,
 left/right: steer); with the autopilot on, the session's built-in planner drives. Every step's
 ``Session.frame()`` (plus the ego's route, which frames do not carry) goes into the frame store.
 """
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vectorworld.sim.commands import ControlCommand
 from vectorworld.sim.observation import Frame
 from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.vehicle.commands import ControlCommand
 from vectorworld.viewer.frame_store import FrameStore
 from vectorworld.world.routes import build_path
 

@@ -5,7 +5,7 @@ The rule is the one IDM traffic and the IDM ego planner follow (:mod:`policies.j
 requests it; committed agents, patient ones, then the closest are granted connectors that conflict with no
 occupied or granted one. An agent whose request is not granted must stop before the connector's entry.
 
-DeltaSim sees such an entry as a *stop token* in the neighbour-token format (:mod:`policies.npc_observation`):
+DeltaSim sees such an entry as a *stop token* in the neighbour-token format (:mod:`policies.deltasim.observation`):
 a standing wall ``STOP_DEPTH_M`` deep across the first metre of the connector. The network learns from IDM
 traffic that stops there, and the collision penalty treats the wall as a standing obstacle, so a held agent
 is both asked and forced to wait. Using the same rule as IDM keeps ΔSim NPCs and the IDM ego planner in
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.base import PolicyInput
-from policies.deltasim_routes import RouteFix
+from policies.deltasim.routes import RouteFix
 from policies.idm import IdmCore, IdmParams
 
 STOP_DEPTH_M = 1.0
@@ -74,7 +74,7 @@ class JunctionStops:
 
     def update(self, inp: PolicyInput, slots: np.ndarray, fix: RouteFix) -> HeldAgents:
         """Requests of the agents ``slots`` (S,) -- every valid agent on a route, the ego included, as IDM
-        counts them -- at their route positions ``fix`` (:class:`policies.deltasim_routes.RouteFix`), the
+        counts them -- at their route positions ``fix`` (:class:`policies.deltasim.routes.RouteFix`), the
         grants, and the stop walls of the agents not granted."""
         core, a = self.core, inp.agents
         requests = []

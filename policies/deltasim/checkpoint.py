@@ -17,9 +17,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
-from policies.kdisks import MotionVocabulary
-from policies.npc_observation import ObservationConfig
+from policies.deltasim.kdisks import MotionVocabulary
+from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
+from policies.deltasim.observation import ObservationConfig
 from vectorworld.errors import CheckpointError, ConfigError
 
 FORMAT = "vectorworld.deltasim/2"

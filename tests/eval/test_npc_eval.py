@@ -7,16 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from policies.deltasim_eval import (
+from policies.deltasim.feasibility import realised_infeasible
+from policies.deltasim.scenes import drive, synthetic_input
+from policies.idm import IdmPolicy
+from vectorworld.eval.npc_eval import (
     MeasuredPolicy,
     evaluate_npc_synthetic,
     evaluate_womd,
     session_jobs,
     summarize_sessions,
 )
-from policies.deltasim_scenes import drive, synthetic_input
-from policies.feasibility import realised_infeasible
-from policies.idm import IdmPolicy
 
 WOMD = Path(__file__).resolve().parents[2] / "../shared/data/womd/motion_data_one_scenario.tfrecord"
 

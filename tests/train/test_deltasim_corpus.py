@@ -8,12 +8,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from policies.deltasim_corpus import SessionCorpusConfig, session_episode_samples
-from policies.deltasim_recipe import RECIPE_FILE, SAMPLES_FILE, SEED_BASE, DataRecipe, idm_teacher, load_or_record
-from policies.kdisks import body_delta
-from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
+from policies.deltasim.kdisks import body_delta
+from policies.deltasim.observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.errors import ConfigError
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.train.deltasim_corpus import SessionCorpusConfig, session_episode_samples
+from vectorworld.train.deltasim_recipe import (
+    RECIPE_FILE,
+    SAMPLES_FILE,
+    SEED_BASE,
+    DataRecipe,
+    idm_teacher,
+    load_or_record,
+)
+from vectorworld.vehicle.dynamics import apply_deltas
 
 
 def test_session_episode_records_observations_and_realised_teacher_motion() -> None:

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from vectorworld.sim.dynamics import BicycleLimits, apply_deltas, bicycle_step, track_trajectory
+from vectorworld.vehicle.dynamics import BicycleLimits, apply_deltas, bicycle_step, track_trajectory
 
 
 def test_bicycle_straight_and_limits():

@@ -7,15 +7,15 @@ The agent frame has its origin at the agent's box centre, x along its heading. F
 * N other agents (the ego included): first those ahead in its route corridor (up to 60 m along the route:
   the queue it follows, even beyond the neighbour radius), then the nearest others; relative pose, velocity
   in the agent frame, size, type;
-* the L nearest lane chunks (see :mod:`policies.lane_chunks`): points in the agent frame and the chunk's
+* the L nearest lane chunks (see :mod:`policies.deltasim.lane_chunks`): points in the agent frame and the chunk's
   relation to the agent's current lane (current / successor / predecessor / left / right / other), whether
   it lies on the agent's route and where along the route, speed limit and width;
 * route targets: for each distance d in ROUTE_AHEAD_M, the point d metres further along the agent's route
   path than its projection onto it and the lowest speed cap (limit, curve speed) on the way there (x, y,
-  valid, cap; :mod:`policies.deltasim_routes`) -- direct lane-keeping, turning and speed cues;
+  valid, cap; :mod:`policies.deltasim.routes`) -- direct lane-keeping, turning and speed cues;
 * the junction stop token: where the right-of-way rule holds the agent before a junction this step, a
   standing wall across the connector's entry in the neighbour format (type one-hot all zero; see
-  :mod:`policies.deltasim_junctions`). The network reads it as one more neighbour token
+  :mod:`policies.deltasim.junctions`). The network reads it as one more neighbour token
   (:func:`with_stop_token`).
 
 Fixed capacities with masks; no Python loop over agents in the hot path.
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.base import PolicyInput
-from policies.deltasim_junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
-from policies.deltasim_routes import RouteTargets
+from policies.deltasim.junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
+from policies.deltasim.lane_chunks import ChunkTables, LaneChunkCache, PackedLanes
+from policies.deltasim.routes import RouteTargets
 from policies.idm import IdmCore
-from policies.lane_chunks import ChunkTables, LaneChunkCache, PackedLanes
 from vectorworld import geometry
 from vectorworld.scene import AgentType
 
@@ -163,7 +163,7 @@ def _polyline_distance(px: np.ndarray, py: np.ndarray, polyline: np.ndarray, val
 def stop_tokens(held: HeldAgents, ids: np.ndarray, xy: np.ndarray, yaw: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Stop tokens (S, 11) and mask (S,) of agents ``ids`` (S,) at ``xy`` (S, 2), ``yaw`` (S,): the wall of
-    :class:`~policies.deltasim_junctions.HeldAgents` in each held agent's frame (standing, length
+    :class:`~policies.deltasim.junctions.HeldAgents` in each held agent's frame (standing, length
     STOP_DEPTH_M, width of the connector, type one-hot zero)."""
     row = held.lookup(ids)
     mask = row >= 0

@@ -186,7 +186,7 @@ def collision_penalty(paths: torch.Tensor, own_length: torch.Tensor, own_width: 
     agent's rear and within ``max_range_m`` are evaluated.
 
     No data-dependent Python control flow (empty selections flow through as empty tensors), so the
-    function can be recorded by ``torch.jit.trace`` inside :class:`policies.deltasim_scoring.DeltaSimScorer`.
+    function can be recorded by ``torch.jit.trace`` inside :class:`policies.deltasim.scoring.DeltaSimScorer`.
     """
     dtype = paths.dtype
     beside_or_ahead = neighbors[..., 0] > -own_length[:, None] / 2

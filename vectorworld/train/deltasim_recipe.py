@@ -3,7 +3,7 @@
 ``train_from_dir`` is what ``tools/train_deltasim.py`` and ``vectorworld train deltasim`` run. The data
 directory caches the recorded samples (``deltasim_samples.npz``) so a rerun trains on identical data; the
 output directory gets the checkpoint pair and ``train_record.json`` (the resolved recipe + training log).
-The corpus is recorded by :mod:`policies.deltasim_corpus` on Session seeds far from the evaluation seeds.
+The corpus is recorded by :mod:`vectorworld.train.deltasim_corpus` on Session seeds far from the evaluation seeds.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from policies.deltasim_checkpoint import save_checkpoint
-from policies.deltasim_corpus import SessionCorpusConfig, session_corpus
-from policies.deltasim_data import Samples
-from policies.deltasim_net import DeltaSimNetConfig
-from policies.deltasim_train import TrainConfig, evaluate_bc, train_deltasim
+from policies.deltasim.checkpoint import save_checkpoint
+from policies.deltasim.net import DeltaSimNetConfig
+from policies.deltasim.observation import ObservationConfig
 from policies.idm import IdmParams, IdmPolicy
-from policies.npc_observation import ObservationConfig
 from vectorworld.errors import ConfigError
+from vectorworld.train.deltasim_corpus import SessionCorpusConfig, session_corpus
+from vectorworld.train.deltasim_data import Samples
+from vectorworld.train.deltasim_training import TrainConfig, evaluate_bc, train_deltasim
 
 SAMPLES_FILE = "deltasim_samples.npz"
 RECIPE_FILE = "deltasim_samples.json"
@@ -36,7 +36,7 @@ SEED_BASE = 1000
 
 @dataclass(frozen=True)
 class DataRecipe:
-    """Session corpus (see :class:`policies.deltasim_corpus.SessionCorpusConfig`): ``episodes`` Sessions of
+    """Session corpus (see :class:`vectorworld.train.deltasim_corpus.SessionCorpusConfig`): ``episodes`` Sessions of
     ``warmup_steps`` + ``steps`` steps, every ``record_every``-th step recorded; the last ``val_fraction``
     of episodes is held out. ``action_noise``: DART-style noise (m, m, rad per step)."""
 
@@ -118,7 +118,7 @@ def train_from_dir(data_dir: Path, out_dir: Path, recipe: DataRecipe = DataRecip
     record["val"] = evaluate_bc(net, vocab, val)
     record["val_samples"] = len(val)
     meta = {"recipe": dataclasses.asdict(recipe), "train": dataclasses.asdict(config),
-            "data": "IDM teacher traffic in procedural Session rollouts (policies.deltasim_corpus)",
+            "data": "IDM teacher traffic in procedural Session rollouts (vectorworld.train.deltasim_corpus)",
             "record": record}
     out_dir = Path(out_dir)
     save_checkpoint(out_dir / "deltasim", net, vocab, observation, meta)

@@ -7,17 +7,17 @@ Given the observation tensors and each agent's speed and type, :class:`DeltaSimS
 * ``cand`` (S, C) int64: the top ``candidates`` primitives by shaped logit, plus the hardest feasible
   braking step as the last column (the escape option);
 * ``cand_logits`` (S, C): their shaped logits, minus the collision penalty
-  (:func:`policies.collision_shaping.collision_penalty`) when collision avoidance is on and the route-keeping
-  penalty (:func:`policies.deltasim_route_shaping.route_penalty`) when route keeping is on;
-* ``cost`` (S, K): the soft kinematic cost of every primitive (:func:`policies.feasibility.kinematic_cost`
+  (:func:`policies.deltasim.collision_shaping.collision_penalty`) when collision avoidance is on and the route-keeping
+  penalty (:func:`policies.deltasim.route_shaping.route_penalty`) when route keeping is on;
+* ``cost`` (S, K): the soft kinematic cost of every primitive (:func:`policies.deltasim.feasibility.kinematic_cost`
   with the shaping limits);
 * ``wanted`` (S,) int64: the network's own first choice (argmax of the raw logits);
 * ``conflict`` (S, C): the collision penalty of each candidate (zeros with collision avoidance off).
 
 Shaping is ``logits - shaping_weight * cost - HARD_PENALTY * [metric-infeasible]`` (no shaping: the raw
-logits), minus the route speed penalty (:func:`policies.deltasim_route_shaping.speed_penalty`) when route
+logits), minus the route speed penalty (:func:`policies.deltasim.route_shaping.speed_penalty`) when route
 keeping is on. The imagined paths of the collision check brake along the agent's route after the first step
-(:func:`policies.collision_shaping.follow_route`); before the collision penalty, the neighbour mask is cut
+(:func:`policies.deltasim.collision_shaping.follow_route`); before the collision penalty, the neighbour mask is cut
 to the neighbours it can penalise at all (:func:`reachable_neighbors`), which gives the same penalty with
 much less work (in dense traffic most neighbours are out of reach). The module holds no data-dependent
 Python control flow, so :func:`trace_scorer` can record it once with ``torch.jit.trace`` for any number of
@@ -32,17 +32,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from policies.collision_shaping import (
+from policies.deltasim.collision_shaping import (
     CollisionShapingConfig,
     collision_penalty,
     follow_route_at,
     primitive_arcs,
     route_stations,
 )
-from policies.deltasim_infer import INPUTS, DeltaSimInference
-from policies.deltasim_route_shaping import RouteShapingConfig, route_penalty, speed_penalty
-from policies.deltasim_routes import ROUTE_AHEAD_M
-from policies.feasibility import VocabularyFeasibility
+from policies.deltasim.feasibility import VocabularyFeasibility
+from policies.deltasim.infer import INPUTS, DeltaSimInference
+from policies.deltasim.route_shaping import RouteShapingConfig, route_penalty, speed_penalty
+from policies.deltasim.routes import ROUTE_AHEAD_M
 
 HARD_PENALTY = 1.0e4
 """Logit penalty of primitives that break the metric's limits (on top of the soft shaping cost)."""
@@ -60,7 +60,7 @@ def reachable_neighbors(cand_paths: torch.Tensor, own_length: torch.Tensor, own_
     """``neighbor_mask`` (S, N) restricted to neighbours whose box can touch a candidate's box at a check time.
 
     cand_paths: (S, C, T, 4) own swept boxes up to ``times_s`` (T,) s (centre x, y, heading, extra length;
-    :func:`policies.collision_shaping.primitive_paths`); own_length/width: (S,) m; neighbors: (S, N, 11)
+    :func:`policies.deltasim.collision_shaping.primitive_paths`); own_length/width: (S,) m; neighbors: (S, N, 11)
     observation features, predicted at constant velocity. Two boxes can only come within ``margin_m`` of each
     other when their centres are closer than the sum of their circumradii plus the margin; a neighbour
     farther than that from the bounding box of all candidate centres at every check time is dropped
@@ -81,9 +81,9 @@ def reachable_neighbors(cand_paths: torch.Tensor, own_length: torch.Tensor, own_
 class DeltaSimScorer(nn.Module):
     """Network + shaping + candidates + collision and route penalties. ``primitives``: (K, 3) float32
     vocabulary; ``dt_s``: its step; ``paths``: (K, T, 4) float32 swept boxes of each primitive up to the check
-    times of ``collision`` (:func:`policies.collision_shaping.primitive_paths`); ``collision`` None switches
+    times of ``collision`` (:func:`policies.deltasim.collision_shaping.primitive_paths`); ``collision`` None switches
     the collision penalty off; ``route`` (with ``route_points`` (K, T', 2), the primitives' positions at its
-    check times, :func:`policies.collision_shaping.primitive_positions`) switches the route-keeping penalty
+    check times, :func:`policies.deltasim.collision_shaping.primitive_positions`) switches the route-keeping penalty
     on."""
 
     def __init__(self, network: DeltaSimInference, primitives: torch.Tensor, dt_s: float, shaping: bool,

@@ -1,12 +1,12 @@
 """Route-keeping logit penalties of DeltaSim: stay near the route, and slow down in time for what is ahead.
 
-**Lateral.** The agent's route near it is the polyline through its first route targets (:mod:`policies.deltasim_routes`:
+**Lateral.** The agent's route near it is the polyline through its first route targets (:mod:`policies.deltasim.routes`:
 the route path at 0, 3, 6, 10 and 15 m ahead of the agent's projection onto it, in the agent frame). For
 each candidate primitive, the centre of the agent after the first step and on its braking path at the
 early check times is compared with that polyline; the penalty is ``sum_t weight_t * relu(distance_t -
 tolerance_m)`` (logits per metre). A candidate that drifts away from the lane -- or that keeps going
 straight where the route turns -- is pushed down against one that follows it; agents without a valid route
-get no penalty. It complements the collision penalty (:mod:`policies.collision_shaping`): the drivable area
+get no penalty. It complements the collision penalty (:mod:`policies.deltasim.collision_shaping`): the drivable area
 is the union of the lanes, so staying near the route keeps a vehicle on the road.
 
 **Speed.** Each route target carries the lowest speed cap of the route stretch before it (lane speed limit,

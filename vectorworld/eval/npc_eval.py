@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from policies.base import Policy, PolicyInput, make_policy
-from policies.deltasim_scenes import drive, synthetic_input
-from policies.feasibility import realised_infeasible
-from policies.kdisks import body_delta
-from policies.npc_observation import ObservationBuilder
+from policies.deltasim.feasibility import realised_infeasible
+from policies.deltasim.kdisks import body_delta
+from policies.deltasim.observation import ObservationBuilder
+from policies.deltasim.scenes import drive, synthetic_input
 from vectorworld.scene import AgentType
 from vectorworld.sim.metrics import MetricTracker
 from vectorworld.world.drivable import DrivableGrid
@@ -225,7 +225,7 @@ def evaluate_npc_synthetic(policies: Sequence[str] = DEFAULT_POLICIES, seeds: in
     """Every agent of a randomised synthetic road scene (1-4 lanes, 6-40 agents, no unavoidable collision at
     the start) driven by the policy for
     ``steps`` steps; seed i builds the same scene for every policy. Rates are per NPC km driven; the
-    infeasibility rate is :func:`policies.feasibility.realised_infeasible` over realised vehicle steps.
+    infeasibility rate is :func:`policies.deltasim.feasibility.realised_infeasible` over realised vehicle steps.
     (Capacity equals the agent count, so the tracker's ego slot is 0 and slot 0 is left out of the NPC
     event counts.)"""
     counts = {name: (seeds_by_policy or {}).get(name, seeds) for name in policies}
@@ -271,7 +271,7 @@ def evaluate_womd(path: Path, policies: Sequence[str] = DEFAULT_POLICIES, horizo
                   seed: int = 0, factory: Callable[[str], Policy] = make_policy) -> dict:
     """Held-out evaluation on a real WOMD scenario (see module docstring)."""
     from vectorworld.data.womd import read_womd
-    from vectorworld.sim.dynamics import apply_deltas
+    from vectorworld.vehicle.dynamics import apply_deltas
 
     scenario = read_womd(path)
     graph = scenario.map.lanes
@@ -332,8 +332,8 @@ def womd_bc_accuracy(path: Path, policy: Policy, seed: int = 0) -> dict:
     of the predicted motion (primitive + residual) vs the log."""
     import torch
 
-    from policies.deltasim import DeltaSimPolicy
-    from policies.deltasim_net import observation_tensors
+    from policies.deltasim.net import observation_tensors
+    from policies.deltasim.policy import DeltaSimPolicy
     from vectorworld.data.womd import read_womd
 
     if not isinstance(policy, DeltaSimPolicy):

@@ -1,4 +1,4 @@
-"""A frozen, folded copy of :class:`~policies.deltasim_net.DeltaSimNet` for fast batched inference.
+"""A frozen, folded copy of :class:`~policies.deltasim.net.DeltaSimNet` for fast batched inference.
 
 Computes the same function as the training network up to float32 rounding, with less work per step:
 
@@ -14,7 +14,7 @@ Computes the same function as the training network up to float32 rounding, with 
 * the residual head is evaluated only for the primitive each agent picked (:meth:`residual`), not for the
   whole vocabulary.
 
-The policy runs it inside :class:`policies.deltasim_scoring.DeltaSimScorer`, traced with TorchScript.
+The policy runs it inside :class:`policies.deltasim.scoring.DeltaSimScorer`, traced with TorchScript.
 
 Padded (masked) neighbour and lane tokens are computed like valid ones: masked keys get zero attention
 weight, and only the agent token's output is read, so they never change the result.
@@ -28,12 +28,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from policies.deltasim_net import LANE_POINT_SCALE, Block, DeltaSimNet
+from policies.deltasim.net import LANE_POINT_SCALE, Block, DeltaSimNet
 
 INPUTS = ("history", "static", "neighbors", "neighbor_mask", "lane_points", "lane_features", "lane_mask",
           "route_ahead")
 """Names of the network inputs, in the order of :meth:`DeltaSimInference.forward` (see
-:func:`policies.deltasim_net.observation_tensors`)."""
+:func:`policies.deltasim.net.observation_tensors`)."""
 
 
 def _fold_norm(norm: nn.LayerNorm, linear: nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,7 +76,7 @@ class _FoldedMLP(nn.Module):
 
 
 class _FoldedBlock(nn.Module):
-    """One pre-norm transformer block (:class:`~policies.deltasim_net.Block`) with folded weights: the
+    """One pre-norm transformer block (:class:`~policies.deltasim.net.Block`) with folded weights: the
     first LayerNorm and 1/sqrt(d_head) in ``qkv_w`` (3d, d), the second LayerNorm in the MLP."""
 
     def __init__(self, block: Block) -> None:

@@ -1,7 +1,7 @@
 """Behaviour-cloning data for DeltaSim: closed-loop procedural traffic recorded as (observation, motion).
 
 A teacher policy (IDM with randomised parameters by default) drives every agent of a synthetic road scene
-(:mod:`policies.deltasim_scenes`); at each step we record each agent's observation and the body-frame
+(:mod:`policies.deltasim.scenes`); at each step we record each agent's observation and the body-frame
 motion it then actually made (after the engine's clipping), i.e. exactly what DeltaSim must predict.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from policies.base import Policy, PolicyInput
-from policies.deltasim_scenes import drive, synthetic_input
-from policies.kdisks import body_delta
-from policies.npc_observation import Observation, ObservationBuilder, ObservationConfig
+from policies.deltasim.kdisks import body_delta
+from policies.deltasim.observation import Observation, ObservationBuilder, ObservationConfig
+from policies.deltasim.scenes import drive, synthetic_input
 from vectorworld.errors import DataFormatError
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.vehicle.dynamics import apply_deltas
 
 SAMPLE_FIELDS = ("history", "static", "neighbors", "neighbor_mask", "lane_points", "lane_features",
                  "lane_mask", "route_ahead", "stop", "stop_mask", "motion", "speed", "agent_type", "episode")

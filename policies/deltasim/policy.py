@@ -2,28 +2,28 @@
 
 Per step, for all controlled agents at once:
 
-1. observe each agent in its own frame (:mod:`policies.npc_observation`); history comes from
+1. observe each agent in its own frame (:mod:`policies.deltasim.observation`); history comes from
    ``inp.agents.history`` -- real logged history when a rollout starts from a log, pseudo-history from the
    generator's motion code for spawned agents (warm start);
 2. the network gives logits over the k-disks vocabulary and a residual per primitive;
 3. kinematic shaping: ``logits - shaping_weight * cost`` with the differentiable feasibility cost of
-   every primitive from the agent's speed and type (:mod:`policies.feasibility`), plus a hard floor
+   every primitive from the agent's speed and type (:mod:`policies.deltasim.feasibility`), plus a hard floor
    for primitives outside the metric's limits;
 4. collision avoidance: candidate primitives whose braking path overlaps a neighbour's constant-velocity
-   prediction (or the junction stop wall, see :mod:`policies.deltasim_junctions`) are pushed down
-   (:mod:`policies.collision_shaping`), and so are candidates that leave the route
-   (:mod:`policies.deltasim_route_shaping`);
+   prediction (or the junction stop wall, see :mod:`policies.deltasim.junctions`) are pushed down
+   (:mod:`policies.deltasim.collision_shaping`), and so are candidates that leave the route
+   (:mod:`policies.deltasim.route_shaping`);
 5. sample a primitive (Gumbel-max with the caller's rng, temperature ``temperature``; 0 = greedy), add
    its residual (which may not add speed to a primitive the collision check penalised); with shaping on,
    the final motion is clamped inside the shaping limits, and an agent whose
    network wants to brake harder than feasible (its raw first choice lies below the braking limit) brakes
    as hard as feasible instead of sampling among the few feasible primitives.
 
-Steps 3 and 4 (each penalty) are switchable for ablations. Steps 2-4 run as one graph (:mod:`policies.deltasim_scoring`,
-around the folded network of :mod:`policies.deltasim_infer`), traced with TorchScript on the first step;
+Steps 3 and 4 (each penalty) are switchable for ablations. Steps 2-4 run as one graph (:mod:`policies.deltasim.scoring`,
+around the folded network of :mod:`policies.deltasim.infer`), traced with TorchScript on the first step;
 everything runs with at most ``DeltaSimConfig.threads`` torch threads. Agents standing off every route
 (parked cars, standing pedestrians) are held still without running the network (``hold_parked``; see
-:func:`policies.npc_observation.policy_slots`). The time of each stage of the last step is kept in
+:func:`policies.deltasim.observation.policy_slots`). The time of each stage of the last step is kept in
 ``DeltaSimPolicy.last_timing`` (ms, see STAGES).
 """
 
@@ -39,15 +39,15 @@ import numpy as np
 import torch
 
 from policies.base import Policy, PolicyInput, register_policy
-from policies.collision_shaping import CollisionShapingConfig, primitive_paths, primitive_positions
-from policies.deltasim_checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint
-from policies.deltasim_infer import DeltaSimInference
-from policies.deltasim_net import observation_tensors
-from policies.deltasim_route_shaping import RouteShapingConfig
-from policies.deltasim_scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
-from policies.feasibility import braking_floor, project_feasible
+from policies.deltasim.checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint
+from policies.deltasim.collision_shaping import CollisionShapingConfig, primitive_paths, primitive_positions
+from policies.deltasim.feasibility import braking_floor, project_feasible
+from policies.deltasim.infer import DeltaSimInference
+from policies.deltasim.net import observation_tensors
+from policies.deltasim.observation import Observation, ObservationBuilder, policy_slots
+from policies.deltasim.route_shaping import RouteShapingConfig
+from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
 from policies.idm import IdmCore, IdmParams
-from policies.npc_observation import Observation, ObservationBuilder, policy_slots
 from vectorworld.errors import ConfigError
 
 _Scorer = DeltaSimScorer | torch.jit.ScriptModule
@@ -64,8 +64,8 @@ class DeltaSimConfig:
     ``trace``: run the scoring graph (network, shaping, candidates, collision penalty) as a frozen
     TorchScript trace (the same ops, less Python overhead).
     ``hold_parked``: agents standing off every route are held still (see
-    :func:`policies.npc_observation.policy_slots`).
-    ``route_keeping``: push down candidates that leave the route (:mod:`policies.deltasim_route_shaping`)."""
+    :func:`policies.deltasim.observation.policy_slots`).
+    ``route_keeping``: push down candidates that leave the route (:mod:`policies.deltasim.route_shaping`)."""
 
     checkpoint: str | None = None
     kinematic_shaping: bool = True

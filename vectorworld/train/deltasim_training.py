@@ -4,7 +4,7 @@ a residual regression on the chosen primitive, and the kinematic feasibility ter
     loss = CE(logits, k*) + w_res * |(r(k*) - r*) / scale|^2 + w_feas * E_{k ~ softmax(logits)} cost(k)
 
 where k* is the primitive nearest to the recorded motion, r* = motion - primitive(k*) (clipped to the
-residual range) and cost is :func:`policies.feasibility.kinematic_cost` from the sample's speed and type.
+residual range) and cost is :func:`policies.deltasim.feasibility.kinematic_cost` from the sample's speed and type.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from policies.deltasim_data import Samples
-from policies.deltasim_net import DeltaSimNet, DeltaSimNetConfig
-from policies.feasibility import kinematic_cost
-from policies.kdisks import MotionVocabulary, build_kdisks, straight_motions
-from policies.npc_observation import with_stop_token
+from policies.deltasim.feasibility import kinematic_cost
+from policies.deltasim.kdisks import MotionVocabulary, build_kdisks, straight_motions
+from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
+from policies.deltasim.observation import with_stop_token
+from vectorworld.train.deltasim_data import Samples
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def build_vocabulary(samples: Samples, config: TrainConfig) -> MotionVocabulary:
 
 def _batch(samples: Samples, index: np.ndarray) -> dict[str, torch.Tensor]:
     """The network's inputs for samples ``index`` (the stop token appended to the neighbours, as at
-    inference: :func:`policies.deltasim_net.observation_tensors`)."""
+    inference: :func:`policies.deltasim.net.observation_tensors`)."""
     neighbors, neighbor_mask = with_stop_token(samples.neighbors[index], samples.neighbor_mask[index],
                                                samples.stop[index], samples.stop_mask[index])
     return {

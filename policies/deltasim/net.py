@@ -3,7 +3,7 @@ junction stop token) and nearby lane chunks, with a hybrid action head (logits o
 + a continuous residual per primitive).
 
 Built bottom-up: token embedders -> pre-norm transformer blocks -> heads. All inputs are in the agent's
-own frame (see :mod:`policies.npc_observation`); fixed scales bring them to order one.
+own frame (see :mod:`policies.deltasim.observation`); fixed scales bring them to order one.
 
 The first ``context_layers`` blocks update every token (full self-attention); the others update the agent
 token only (it attends to the embedded context tokens, which stay as they are: a query-centric decoder).
@@ -21,8 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from policies.deltasim_routes import ROUTE_AHEAD_M
-from policies.npc_observation import (
+from policies.deltasim.observation import (
     HISTORY_FEATURES,
     LANE_FEATURES,
     NEIGHBOR_FEATURES,
@@ -31,6 +30,7 @@ from policies.npc_observation import (
     Observation,
     with_stop_token,
 )
+from policies.deltasim.routes import ROUTE_AHEAD_M
 from vectorworld.errors import ConfigError
 
 
@@ -171,7 +171,7 @@ class DeltaSimNet(nn.Module):
 
 def observation_tensors(obs: Observation) -> dict[str, torch.Tensor]:
     """The network's keyword inputs from an :class:`Observation` (no copies for float32 arrays); the junction
-    stop token is the last neighbour token (see :func:`policies.npc_observation.with_stop_token`)."""
+    stop token is the last neighbour token (see :func:`policies.deltasim.observation.with_stop_token`)."""
     neighbors, neighbor_mask = with_stop_token(obs.neighbors, obs.neighbor_mask, obs.stop, obs.stop_mask)
     return {
         "history": torch.from_numpy(np.ascontiguousarray(obs.history)),

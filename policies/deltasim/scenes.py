@@ -16,7 +16,7 @@ import numpy as np
 from policies.base import Policy, PolicyInput
 from vectorworld import geometry
 from vectorworld.scene import HISTORY_STEPS, Agents, AgentType, Lane, LaneGraph
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.vehicle.dynamics import apply_deltas
 from vectorworld.world.routes import RouteBook
 
 
@@ -122,7 +122,7 @@ def drive(inp: PolicyInput, policy: Policy, rng: np.random.Generator, steps: int
           action_noise: tuple[float, float, float] | None = None,
           route_rng: np.random.Generator | None = None) -> Iterator[tuple[PolicyInput, np.ndarray, Agents]]:
     """Closed loop without the streaming world: ``policy`` moves every valid agent of ``inp`` for
-    ``steps`` steps through the engine's clipping (:func:`vectorworld.sim.dynamics.apply_deltas`); routes
+    ``steps`` steps through the engine's clipping (:func:`vectorworld.vehicle.dynamics.apply_deltas`); routes
     advance and extend as in a Session.
 
     Yields (input of the step, the policy's deltas (C, 3), agents after the step). ``action_noise``

@@ -5,13 +5,12 @@ NPCs are driven by an IDM teacher with randomised driver parameters, and whose e
 planner. The teacher is wrapped in :class:`RecordingTeacher`, which sees exactly what DeltaSim sees at
 inference -- the :class:`~policies.base.PolicyInput` of the Session, routes and junction right of way
 included -- and records, every ``record_every`` steps, the observation of the agents DeltaSim would move
-(:func:`policies.npc_observation.policy_slots`) with the body-frame motion the teacher's command realises
-through the engine (:func:`vectorworld.sim.dynamics.apply_deltas`). That is the traffic DeltaSim must
+(:func:`policies.deltasim.observation.policy_slots`) with the body-frame motion the teacher's command realises
+through the engine (:func:`vectorworld.vehicle.dynamics.apply_deltas`). That is the traffic DeltaSim must
 reproduce: junctions with yielding, parked cars at the curb, pedestrians, turns, queues.
 
-Unlike :mod:`vectorworld.data.procedural_source` (which logs the same rollouts as :class:`Scenario` tracks
-for the world model), the recorder keeps the routes and the right-of-way state of every step, which a
-track log does not carry and the observation needs.
+The recorder keeps the routes and the right-of-way state of every step, which a track log does not carry
+and the observation needs.
 """
 
 from __future__ import annotations
@@ -22,11 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.base import Policy, PolicyInput
-from policies.deltasim_data import Samples, samples_from
-from policies.kdisks import body_delta
-from policies.npc_observation import ObservationBuilder, ObservationConfig, policy_slots
+from policies.deltasim.kdisks import body_delta
+from policies.deltasim.observation import ObservationBuilder, ObservationConfig, policy_slots
 from vectorworld.errors import DataFormatError
-from vectorworld.sim.dynamics import apply_deltas
+from vectorworld.train.deltasim_data import Samples, samples_from
+from vectorworld.vehicle.dynamics import apply_deltas
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class SessionCorpusConfig:
     """``episodes`` Sessions (seeds ``first_seed`` + i), each ``warmup_steps`` unrecorded steps then
     ``steps`` steps of which every ``record_every``-th is recorded. ``action_noise``: DART-style noise
     (m, m, rad; std per step) on the executed motion of moving NPCs (the label stays the clean motion).
-    No defaults: the shipped recipe is :class:`policies.deltasim_recipe.DataRecipe`."""
+    No defaults: the shipped recipe is :class:`vectorworld.train.deltasim_recipe.DataRecipe`."""
 
     episodes: int
     steps: int
