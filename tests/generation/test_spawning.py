@@ -95,7 +95,8 @@ def test_each_car_can_stop_behind_the_one_ahead_in_its_lane(chain) -> None:  # n
                 ahead, follower = order[k - 1], order[k]
                 gap = s_sorted[k - 1] - s_sorted[k] - (a.length[ahead] + a.length[follower]) / 2.0
                 room = a.speed[ahead] ** 2 + 2.0 * SpawnConfig().comfort_decel_mps2 * max(gap - STOP_MARGIN_M, 0.0)
-                assert a.speed[follower] ** 2 <= room + 0.5, (tile.frame.center_xy, lane_id, gap, a.speed[[ahead, follower]])
+                assert a.speed[follower] ** 2 <= room + 0.5, (tile.frame.center_xy, lane_id, gap,
+                                                              a.speed[[ahead, follower]])
                 checked += 1
     assert checked >= 10
 

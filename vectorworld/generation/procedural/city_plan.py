@@ -44,6 +44,9 @@ class CityConfig:
     arterial_speed_mps: tuple[float, float] = (15.6, 17.9)
     residential_speed_mps: float = 11.2
     setback_m: float = 3.0
+    stop_back_m: float = 4.0
+    """Arriving lanes end this far (m) before the junction box (the stop line): a car waiting there keeps
+    clear of the lanes leaving the junction beside it."""
     pocket_m: float = 30.0
     pocket_taper_m: float = 25.0
     piece_m: tuple[float, float] = (15.0, 55.0)
@@ -204,7 +207,9 @@ class CityPlan:
                     pairs = [(-1 if pocket else 0, 0)]
                 for k_in, k_out in pairs:
                     off_in = 0.0 if k_in < 0 else self.lane_offset(road_in, k_in)
-                    p0 = c + np.array(ARMS[a]) * self.arm_edge(i, j, a) + off_in * left_in
+                    back = self.config.stop_back_m
+                    p0 = c + np.array(ARMS[a]) * (self.arm_edge(i, j, a) + back) + off_in * left_in
+                    edge0 = p0 + heading_in * back  # the stop line lies a little before the box
                     p1 = c + heading_out * self.arm_edge(i, j, b) + self.lane_offset(road_out, k_out) * left_out
                     yaw0 = math.atan2(heading_in[1], heading_in[0])
                     yaw1 = math.atan2(heading_out[1], heading_out[0])
@@ -212,7 +217,8 @@ class CityPlan:
                         pts = np.stack([p0, p1])
                     else:
                         n = max(60, int(np.linalg.norm(p1 - p0) * 4.0))
-                        pts = geometry.hermite_curve(p0, yaw0, p1, yaw1, n)
+                        n = max(60, int(np.linalg.norm(p1 - edge0) * 4.0))
+                        pts = np.concatenate([p0[None], geometry.hermite_curve(edge0, yaw0, p1, yaw1, n)])
                     lane = PlanLane(("conn", i, j, a, k_in, b, k_out), pts, road_in.width_m,
                                     min(road_in.speed_mps, road_out.speed_mps), LaneType.CONNECTOR)
                     lane.successors.append(self.first_piece_key(i, j, b, k_out))
@@ -271,9 +277,11 @@ class CityPlan:
                 off = self.lane_offset(road, k)
                 for p in range(count):
                     s0, s1 = (cuts[p], cuts[p + 1]) if forward else (cuts[count - p], cuts[count - p - 1])
+                    if p == count - 1:  # arriving lanes stop short of the box, at the stop line
+                        s1 = s1 - cfg.stop_back_m if forward else s1 + cfg.stop_back_m
                     piece = p if forward else count - 1 - p  # index along the segment's own direction
                     key = ("seg", i, j, arm, forward, k, piece)
-                    pts = self._lane_line(start, direction, length, bend, s0, s1, off)
+                    pts = self._lane_line(start, direction, length, bend, s0, s1, off, cfg.stop_back_m)
                     lane = PlanLane(key, pts, road.width_m, road.speed_mps, LaneType.SURFACE_STREET)
                     if k > 0:
                         lane.left = ("seg", i, j, arm, forward, k - 1, piece)
@@ -291,7 +299,7 @@ class CityPlan:
                 mid = a + heading * cfg.pocket_taper_m - self.lane_offset(road, 0) * left
                 yaw = math.atan2(heading[1], heading[0])
                 taper = geometry.hermite_curve(a, yaw, mid, yaw, 26)
-                end = mid + heading * cfg.pocket_m
+                end = mid + heading * (cfg.pocket_m - cfg.stop_back_m)
                 lane = PlanLane(("pocket", *end_node, end_arm), np.concatenate([taper, end[None]]), road.width_m,
                                 road.speed_mps, LaneType.SURFACE_STREET)
                 lane.successors.extend(self._entry_keys(*end_node, end_arm, -1, True))
@@ -310,17 +318,20 @@ class CityPlan:
 
     @staticmethod
     def _lane_line(start: np.ndarray, direction: np.ndarray, length: float, bend: float, s0: float, s1: float,
-                   offset: float) -> np.ndarray:
+                   offset: float, margin: float) -> np.ndarray:
         """Points from s0 to s1 (m along the segment) of the lane ``offset`` m left of a centreline that
-        bulges by ``bend`` m: c(s) = start + s d + bend (1 - cos(2 pi s / L)) / 2 n (n the left normal)."""
+        bulges by ``bend`` m: c(s) = start + s d + bend (1 - cos(2 pi (s - m) / (L - 2 m))) / 2 n (n the left
+        normal, m the stop-line margin; straight within m of either end)."""
         normal = np.array([-direction[1], direction[0]])
         if bend == 0.0:
             s = np.array([s0, s1])
         else:
             s = np.linspace(s0, s1, max(2, int(abs(s1 - s0)) + 1))
-        w = 2.0 * np.pi / length
-        f = bend * (1.0 - np.cos(w * s)) / 2.0
-        df = bend * w * np.sin(w * s) / 2.0
+        # the bulge spans [margin, length - margin]: straight at both stop lines
+        w = 2.0 * np.pi / (length - 2.0 * margin)
+        inside = (s > margin) & (s < length - margin)
+        f = np.where(inside, bend * (1.0 - np.cos(w * (s - margin))) / 2.0, 0.0)
+        df = np.where(inside, bend * w * np.sin(w * (s - margin)) / 2.0, 0.0)
         tangent = direction[None] + df[:, None] * normal[None]
         tangent /= np.linalg.norm(tangent, axis=-1, keepdims=True)
         left = np.stack([-tangent[:, 1], tangent[:, 0]], -1)
