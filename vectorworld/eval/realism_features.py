@@ -126,7 +126,7 @@ def min_turn_radius(lane: Lane) -> float:
         return np.inf
     turn = np.abs(yaw[far[ok]] - yaw[ok])
     ds = s[far[ok]] - s[ok]
-    radius = ds / np.maximum(turn, 1e-9)
+    radius = np.where(turn > 1e-9, ds / np.maximum(turn, 1e-9), np.inf)
     return float(radius.min())
 
 

@@ -36,13 +36,17 @@ class CityConfig:
 
     spacing_m: float = 165.0
     jitter_m: float = 40.0
-    arterial_prob: float = 0.35
-    three_lane_prob: float = 0.4
+    arterial_prob: float = 0.45
+    arterial_lanes: tuple[float, float, float] = (0.35, 0.45, 0.2)
+    """Chances of 2, 3 and 4 lanes per direction on an arterial."""
     missing_block_prob: float = 0.3
-    arterial_width_m: float = 3.3
-    residential_width_m: float = 3.4
-    arterial_speed_mps: tuple[float, float] = (15.6, 17.9)
-    residential_speed_mps: float = 11.2
+    arterial_width_m: tuple[float, float] = (3.0, 3.55)
+    residential_width_m: tuple[float, float] = (3.2, 3.7)
+    arterial_speed_mps: tuple[float, float, float] = (15.6, 17.9, 20.1)
+    """35, 40, 45 mph for 2, 3, 4 lanes per direction."""
+    residential_speed_mps: tuple[float, ...] = (11.2, 13.4)
+    turn_speed_mps: float = 6.7
+    """Speed limit of turning connectors (15 mph)."""
     setback_m: float = 3.0
     stop_back_m: float = 4.0
     """Arriving lanes end this far (m) before the junction box (the stop line): a car waiting there keeps
@@ -100,12 +104,15 @@ class CityPlan:
         """Position (v for axis 0 = along u, u for axis 1) and class of line i."""
         cfg = self.config
         r = self.rng(1, axis, i)
-        jitter, arterial, three = r.uniform(-cfg.jitter_m, cfg.jitter_m), r.random() < cfg.arterial_prob, r.random()
+        jitter, arterial, draw = r.uniform(-cfg.jitter_m, cfg.jitter_m), r.random() < cfg.arterial_prob, r.random()
         if arterial:
-            n = 3 if three < cfg.three_lane_prob else 2
-            road = RoadClass(n, cfg.arterial_width_m, cfg.arterial_width_m, cfg.arterial_speed_mps[n - 2])
+            n = 2 + int(np.searchsorted(np.cumsum(cfg.arterial_lanes), draw, side="right"))
+            n = min(n, 4)
+            width = round(float(r.uniform(*cfg.arterial_width_m)), 2)
+            road = RoadClass(n, width, width, cfg.arterial_speed_mps[n - 2])
         else:
-            road = RoadClass(1, cfg.residential_width_m, 0.0, cfg.residential_speed_mps)
+            width = round(float(r.uniform(*cfg.residential_width_m)), 2)
+            road = RoadClass(1, width, 0.0, cfg.residential_speed_mps[int(draw * len(cfg.residential_speed_mps))])
         if axis == 0:
             # line 0 carries the first road: its inner +u lane runs through the plan origin
             pos = 0.0 if i == 0 else i * cfg.spacing_m + jitter
@@ -219,8 +226,10 @@ class CityPlan:
                         n = max(60, int(np.linalg.norm(p1 - p0) * 4.0))
                         n = max(60, int(np.linalg.norm(p1 - edge0) * 4.0))
                         pts = np.concatenate([p0[None], geometry.hermite_curve(edge0, yaw0, p1, yaw1, n)])
+                    speed = min(road_in.speed_mps, road_out.speed_mps)
                     lane = PlanLane(("conn", i, j, a, k_in, b, k_out), pts, road_in.width_m,
-                                    min(road_in.speed_mps, road_out.speed_mps), LaneType.CONNECTOR)
+                                    speed if kind == "straight" else min(speed, self.config.turn_speed_mps),
+                                    LaneType.CONNECTOR)
                     lane.successors.append(self.first_piece_key(i, j, b, k_out))
                     out.append(lane)
         return tuple(out)

@@ -60,6 +60,9 @@ class SpawnConfig:
     existing_clearance_m: float = 10.0
     first_tile_clear_radius_m: float = 12.0
     max_agents: int = 24
+    car_length_m: tuple[float, float] = (4.75, 0.3)
+    car_width_m: tuple[float, float] = (2.0, 0.1)
+    """Mean and standard deviation of car sizes (m)."""
     pedestrians: tuple[int, int] = (1, 2)
     """How many pedestrians (min, max) a tile gets when it gets any (``pedestrian_prob``)."""
     pedestrian_pair_prob: float = 0.0
@@ -181,7 +184,9 @@ def _ends_at_junction(lanes: tuple[Lane, ...], graph: LaneGraph) -> dict[int, bo
 def _size(rng: np.random.Generator, config: SpawnConfig, trucks: bool = True) -> tuple[float, float]:
     if trucks and rng.random() < config.truck_prob:
         return float(rng.uniform(7.0, 11.0)), float(rng.uniform(2.3, 2.6))
-    return float(np.clip(rng.normal(4.75, 0.3), 4.2, 5.4)), float(np.clip(rng.normal(2.0, 0.1), 1.8, 2.2))
+    (length, sd), (width, wsd) = config.car_length_m, config.car_width_m
+    return (float(np.clip(rng.normal(length, sd), 4.2, length + 0.65)),
+            float(np.clip(rng.normal(width, wsd), 1.8, width + 0.2)))
 
 
 def _successor_curvature(lanes: tuple[Lane, ...], graph: LaneGraph) -> dict[int, float]:
