@@ -40,10 +40,11 @@ class CityConfig:
     arterial_lanes: tuple[float, float, float] = (0.35, 0.45, 0.2)
     """Chances of 2, 3 and 4 lanes per direction on an arterial."""
     missing_block_prob: float = 0.3
-    arterial_width_m: tuple[float, float] = (3.0, 3.55)
+    arterial_width_m: tuple[float, float] = (3.1, 3.55)
     residential_width_m: tuple[float, float] = (3.2, 3.7)
-    arterial_speed_mps: tuple[float, float, float] = (15.6, 17.9, 20.1)
-    """35, 40, 45 mph for 2, 3, 4 lanes per direction."""
+    arterial_speed_mps: tuple[float, float, float] = (15.6, 17.9, 17.9)
+    """35, 40, 40 mph for 2, 3, 4 lanes per direction (ΔSim, trained on the organic world, overshoots turns
+    from 45 mph)."""
     residential_speed_mps: tuple[float, ...] = (11.2, 13.4)
     turn_speed_mps: float = 6.7
     """Speed limit of turning connectors (15 mph)."""

@@ -49,10 +49,10 @@ class ProceduralConfig:
     obstacle_reach_m: float = 30.0
 
 
-CITY_SPAWN = SpawnConfig(min_gap_m=6.0, mean_extra_gap_m=14.0, stopped_prob=0.0, parked_prob=0.6, parked_row=(2, 6),
-                         cyclist_prob=0.3, pedestrian_prob=0.9, pedestrians=(2, 5), pedestrian_pair_prob=0.4,
-                         queue_prob=0.5, queue_cars=(1, 4), max_agents=40, car_length_m=(4.85, 0.35),
-                         car_width_m=(2.12, 0.12))
+CITY_SPAWN = SpawnConfig(min_gap_m=6.0, mean_extra_gap_m=12.0, stopped_prob=0.0, parked_prob=0.8, parked_row=(3, 8),
+                         cyclist_prob=0.8, pedestrian_prob=1.0, pedestrians=(4, 8), pedestrian_pair_prob=0.2,
+                         queue_prob=0.5, queue_cars=(1, 4), max_agents=48, car_length_m=(4.85, 0.35),
+                         car_width_m=(2.08, 0.1), sidewalk_offset_m=(3.0, 4.2), pedestrian_clearance_m=2.3)
 """Traffic of the city layout: denser, parked rows, queues at junctions, pedestrians on the sidewalks."""
 
 

@@ -65,6 +65,10 @@ class SpawnConfig:
     """Mean and standard deviation of car sizes (m)."""
     pedestrians: tuple[int, int] = (1, 2)
     """How many pedestrians (min, max) a tile gets when it gets any (``pedestrian_prob``)."""
+    sidewalk_offset_m: tuple[float, float] = (2.3, 3.3)
+    """Where pedestrians stand: this far (m) beyond the curb lane's edge."""
+    pedestrian_clearance_m: float = 1.0
+    """Pedestrians keep this far (m) beyond the edge of every lane (turns sweep past street corners)."""
     pedestrian_pair_prob: float = 0.0
     """Chance that a pedestrian walks with a companion 1.05-1.5 m beside."""
     queue_prob: float = 0.0
@@ -315,17 +319,18 @@ def _vulnerable(lanes: tuple[Lane, ...], rng: np.random.Generator, config: Spawn
             lane = curbs[int(rng.integers(len(curbs)))]
             s = float(rng.uniform(0.0, lane.length_m))
             xy, yaw = _lane_pose(lane, s)
-            pos = xy - (lane.width_m / 2.0 + float(rng.uniform(2.3, 3.3))) * np.array([-np.sin(yaw), np.cos(yaw)])
+            pos = xy - (lane.width_m / 2.0 + float(rng.uniform(*config.sidewalk_offset_m))) * np.array(
+                [-np.sin(yaw), np.cos(yaw)])
             heading = float(geometry.wrap_angle(yaw + (np.pi if rng.random() < 0.5 else 0.0)))
             speed = 0.0 if rng.random() < 0.3 else float(rng.uniform(0.8, 1.6))
             motion = np.zeros((MOTION_POINTS, 2))
             if speed > 0.0:
                 motion[:, 0] = -speed * MOTION_HORIZON_S * np.linspace(1.0, 0.0, MOTION_POINTS)
-            if eligible(pos) and clearance.clear(pos[None], 1.0, ()):
+            if eligible(pos) and clearance.clear(pos[None], config.pedestrian_clearance_m, ()):
                 out.append(_Candidate(pos, heading, speed, 0.6, 0.6, AgentType.PEDESTRIAN, OFF_LANE, motion, False))
                 if config.pedestrian_pair_prob > 0.0 and rng.random() < config.pedestrian_pair_prob:
                     beside = pos + float(rng.uniform(1.05, 1.5)) * np.array([np.sin(yaw), -np.cos(yaw)])
-                    if eligible(beside) and clearance.clear(beside[None], 1.0, ()):
+                    if eligible(beside) and clearance.clear(beside[None], config.pedestrian_clearance_m, ()):
                         out.append(_Candidate(beside, heading, speed, 0.6, 0.6, AgentType.PEDESTRIAN, OFF_LANE,
                                               motion.copy(), False))
     return out
