@@ -37,19 +37,19 @@ import grpc
 
 from sim_server import simulator_service_pb2_grpc
 from vectorworld.errors import DataFormatError
-from vectorworld.sim import wire
 from vectorworld.sim.observation import Observation
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.vehicle.commands import EgoCommand
+from vectorworld.wire import codec
 
 T = TypeVar("T")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-LANE_DELIVERY = {"full": wire.LANE_DELIVERY_FULL, "delta": wire.LANE_DELIVERY_DELTA}
+LANE_DELIVERY = {"full": codec.LANE_DELIVERY_FULL, "delta": codec.LANE_DELIVERY_DELTA}
 """``create_session(lane_delivery=...)`` names -> CreateSessionRequest.lane_delivery."""
-AGENT_LAYOUT = {"messages": wire.AGENT_LAYOUT_MESSAGES, "table": wire.AGENT_LAYOUT_TABLE}
+AGENT_LAYOUT = {"messages": codec.AGENT_LAYOUT_MESSAGES, "table": codec.AGENT_LAYOUT_TABLE}
 """``create_session(agent_layout=...)`` names -> CreateSessionRequest.agent_layout."""
-HISTORY_DELIVERY = {"full": wire.HISTORY_DELIVERY_FULL, "delta": wire.HISTORY_DELIVERY_DELTA}
+HISTORY_DELIVERY = {"full": codec.HISTORY_DELIVERY_FULL, "delta": codec.HISTORY_DELIVERY_DELTA}
 """``create_session(history_delivery=...)`` names -> CreateSessionRequest.history_delivery."""
 
 
@@ -119,19 +119,19 @@ class SimClient:
                                           agent_layout=AGENT_LAYOUT[agent_layout],
                                           history_delivery=HISTORY_DELIVERY[history_delivery])
         response = self.stub.CreateSession(request, timeout=self.timeout_s, metadata=self.metadata)
-        lanes, histories = wire.LaneDecodeCache(), wire.AgentHistoryCache()
+        lanes, histories = codec.LaneDecodeCache(), codec.AgentHistoryCache()
         return RemoteSession(self, response.session_id, response.step,
-                             wire.observation_from_proto(response.observation, lanes, histories), lanes, histories)
+                             codec.observation_from_proto(response.observation, lanes, histories), lanes, histories)
 
     def session(self, session_id: str) -> RemoteSession:
         """Attach to an existing session (reads its current state)."""
-        lanes, histories = wire.LaneDecodeCache(), wire.AgentHistoryCache()
+        lanes, histories = codec.LaneDecodeCache(), codec.AgentHistoryCache()
         status = self.get_session(session_id, include_observation=True, lane_cache=lanes, history_cache=histories)
         return RemoteSession(self, session_id, status.step, status.observation, lanes, histories)
 
     def get_session(self, session_id: str, include_observation: bool = False,
-                    lane_cache: wire.LaneDecodeCache | None = None,
-                    history_cache: wire.AgentHistoryCache | None = None) -> SessionStatus:
+                    lane_cache: codec.LaneDecodeCache | None = None,
+                    history_cache: codec.AgentHistoryCache | None = None) -> SessionStatus:
         """The session's state; its observation (complete lanes and histories) also seeds ``lane_cache`` and
         ``history_cache`` if given."""
         response = self._retry(lambda: self.stub.GetSession(
@@ -141,9 +141,9 @@ class SimClient:
         return SessionStatus(session_id=response.session_id, step=response.step,
                              sim_time_us=response.sim_time_us,
                              finished=info.state == pb.SESSION_STATE_FINISHED,
-                             end_reason=wire.end_reason_from_proto(info.end_reason).value, km=info.km,
-                             report=wire.report_from_proto(response.report),
-                             observation=wire.observation_from_proto(response.observation, lane_cache,
+                             end_reason=codec.end_reason_from_proto(info.end_reason).value, km=info.km,
+                             report=codec.report_from_proto(response.report),
+                             observation=codec.observation_from_proto(response.observation, lane_cache,
                                                                      history_cache)
                              if response.HasField("observation") else None)
 
@@ -162,7 +162,7 @@ class SimClient:
     def close_session(self, session_id: str) -> dict[str, Any]:
         response = self.stub.CloseSession(pb.CloseSessionRequest(session_id=session_id),
                                           timeout=self.timeout_s, metadata=self.metadata)
-        return wire.report_from_proto(response.report)
+        return codec.report_from_proto(response.report)
 
     # ----------------------------------------------------------------- plumbing
     def _retry(self, call: Callable[[], T]) -> T:
@@ -189,21 +189,21 @@ class RemoteSession:
     """One served session. Tracks the step index so each Step names the step it expects."""
 
     def __init__(self, client: SimClient, session_id: str, step: int, observation: Observation | None,
-                 lane_cache: wire.LaneDecodeCache | None = None,
-                 history_cache: wire.AgentHistoryCache | None = None) -> None:
+                 lane_cache: codec.LaneDecodeCache | None = None,
+                 history_cache: codec.AgentHistoryCache | None = None) -> None:
         self.client = client
         self.id = session_id
         self.step_index = step
         self.observation = observation
         # Lanes and agent histories of the previous observation, the base of the server's deltas.
-        self._lanes = wire.LaneDecodeCache() if lane_cache is None else lane_cache
-        self._histories = wire.AgentHistoryCache() if history_cache is None else history_cache
+        self._lanes = codec.LaneDecodeCache() if lane_cache is None else lane_cache
+        self._histories = codec.AgentHistoryCache() if history_cache is None else history_cache
 
     def step(self, command: EgoCommand | None = None) -> Observation:
         """Advance 0.1 s; ``None`` lets the server's built-in planner drive. Returns the new observation."""
         expected = self.step_index
         request = pb.StepRequest(session_id=self.id, expected_step=expected)
-        wire.command_to_proto(command, request.command)
+        codec.command_to_proto(command, request.command)
         for attempt in range(self.client.retries + 1):
             try:
                 response = self.client.stub.Step(request, timeout=self.client.timeout_s,
@@ -249,7 +249,7 @@ class RemoteSession:
                     return
                 # the session id is required in the first request only
                 request = pb.StreamSessionRequest(session_id="" if k else self.id, expected_step=first + k)
-                wire.command_to_proto(command, request.command)
+                codec.command_to_proto(command, request.command)
                 k += 1
                 yield request
 
@@ -283,8 +283,8 @@ class RemoteSession:
                                        history_cache=self._histories)
 
     def _advance(self, step: int, message: Any) -> Observation:
-        lane_base = message.lane_delivery != wire.LANE_DELIVERY_DELTA or self._lanes.holds(message.lane_base_step)
-        history_base = message.history_delivery != wire.HISTORY_DELIVERY_DELTA \
+        lane_base = message.lane_delivery != codec.LANE_DELIVERY_DELTA or self._lanes.holds(message.lane_base_step)
+        history_base = message.history_delivery != codec.HISTORY_DELIVERY_DELTA \
             or self._histories.holds(message.history_base_step)
         if not (lane_base and history_base):
             # A delta on an observation this object never decoded (it cannot happen while this object is the
@@ -298,5 +298,5 @@ class RemoteSession:
             self.step_index, self.observation = step, status.observation
             return self.observation
         self.step_index = step
-        self.observation = wire.observation_from_proto(message, self._lanes, self._histories)
+        self.observation = codec.observation_from_proto(message, self._lanes, self._histories)
         return self.observation

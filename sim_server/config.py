@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vectorworld.errors import ConfigError
-from vectorworld.sim.session import SessionConfig
+from vectorworld.sim.config import SessionConfig
 
 
 @dataclass(frozen=True)

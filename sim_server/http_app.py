@@ -18,7 +18,7 @@ from sim_server.auth import token_matches
 from sim_server.metrics import ServerMetrics
 from sim_server.sessions import SessionManager
 from vectorworld import DT_S, __version__
-from vectorworld.sim import wire
+from vectorworld.wire import codec
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -62,7 +62,7 @@ def create_http_app(manager: SessionManager, metrics: ServerMetrics, is_ready: C
                 "age_s": round(now - managed.created_s, 3),
                 "idle_s": round(now - managed.last_used_s, 3),
                 "failed": managed.failure is not None,
-                "config": wire.config_dict(session.config),
+                "config": codec.config_dict(session.config),
             })
         return {"sessions": out, "count": len(out), "max_sessions": manager.max_sessions}
 

@@ -22,9 +22,9 @@ should re-read the session (GetSession) and continue from its current step, as g
 read-modify-write conflicts.
 
 Observation encodings (CreateSessionRequest.lane_delivery / agent_layout / history_delivery) are per
-session: a LANE_DELIVERY_DELTA session's lane encoder and a HISTORY_DELIVERY_DELTA session's history encoder
-live in its ManagedSession and are fed the session's observations in step order under its lock
-(CreateSession, Step, StreamSession); GetSession always answers complete lanes and histories.
+session: its :class:`~vectorworld.wire.session_encoder.ObservationEncoder` lives in its ManagedSession and
+is fed the session's observations in step order under its lock (CreateSession, Step, StreamSession);
+GetSession always answers complete lanes and histories.
 """
 
 from __future__ import annotations
@@ -58,16 +58,15 @@ from vectorworld.errors import (
     EpisodeFinishedError,
     StepMismatchError,
 )
-from vectorworld.sim import wire
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Observation
-from vectorworld.sim.session import SessionConfig
 from vectorworld.v1 import simulator_service_pb2 as pb
-from vectorworld.v1 import world_pb2
+from vectorworld.wire import codec
+from vectorworld.wire.session_encoder import ObservationEncoder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 US_PER_STEP = int(round(DT_S * 1e6))
-FULL, DELTA = world_pb2.LANE_DELIVERY_FULL, world_pb2.LANE_DELIVERY_DELTA
 
 _CODES: tuple[tuple[type[BaseException], grpc.StatusCode], ...] = (
     (CommandError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -103,25 +102,21 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
     def CreateSession(self, request: pb.CreateSessionRequest, context: grpc.ServicerContext
                       ) -> pb.CreateSessionResponse:
         def run() -> pb.CreateSessionResponse:
-            config = wire.config_from_proto(request.config, self.config.session_defaults)
+            config = codec.config_from_proto(request.config, self.config.session_defaults)
             if ":" in config.planner and not self.config.allow_plugin_planners:
                 raise ConfigError(f"config.planner {config.planner!r}: plug-in planners are disabled on "
                                   f"this server; use a built-in planner name such as 'idm'")
             config = self._confine_scenario(config)
-            delta = _lane_delta(request.lane_delivery)
-            table = _agent_table(request.agent_layout)
-            history_delta = _history_delta(request.history_delivery, table)
+            encoder = ObservationEncoder.from_request(request.lane_delivery, request.agent_layout,
+                                                      request.history_delivery)
             managed, obs = self.manager.create(config)
             self.metrics.sessions_created.inc()
             response = pb.CreateSessionResponse(session_id=managed.id, step=obs.step,
                                                 sim_time_us=obs.sim_time_us,
-                                                config=wire.config_to_proto(config))
+                                                config=codec.config_to_proto(config))
             with self.manager.locked(managed.id):  # the first observation: complete, the lane deltas' base
-                managed.lane_delta = wire.LaneDeltaEncoder() if delta else None
-                managed.agent_table = table
-                managed.history_delta = wire.HistoryDeltaEncoder() if history_delta else None
-                wire.observation_to_proto(obs, response.observation, managed.lane_memo, managed.lane_delta, table,
-                                          managed.history_delta)
+                managed.encoder = encoder
+                encoder.encode(obs, response.observation)
             return response
 
         return self._call("CreateSession", context, run)
@@ -160,10 +155,9 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             response = pb.GetSessionResponse(session_id=managed.id)
             self._info(managed, response.info)
             response.step, response.sim_time_us = response.info.step, response.info.sim_time_us
-            response.report.CopyFrom(wire.report_to_proto(report))
+            response.report.CopyFrom(codec.report_to_proto(report))
             if obs is not None:  # complete lanes and histories (never a delta), in the session's agent layout
-                wire.observation_to_proto(obs, response.observation, managed.lane_memo,
-                                          agent_table=managed.agent_table)
+                managed.encoder.encode_complete(obs, response.observation)
             return response
 
         return self._call("GetSession", context, run)
@@ -197,7 +191,7 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             self.metrics.sessions_closed.inc("client")
             step = managed.session.step_index
             return pb.CloseSessionResponse(session_id=managed.id, step=step, sim_time_us=step * US_PER_STEP,
-                                           report=wire.report_to_proto(report))
+                                           report=codec.report_to_proto(report))
 
         return self._call("CloseSession", context, run)
 
@@ -231,13 +225,12 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
         _require_id(session_id)
         if expected_step < 0:
             raise ConfigError(f"expected_step must be >= 0, got {expected_step}")
-        command = wire.command_from_proto(command_msg)
+        command = codec.command_from_proto(command_msg)
         managed = self.manager.get(session_id)
 
         def deliver(held: ManagedSession, obs: Observation) -> None:  # under the session lock, in step order
             response.session_id, response.step, response.sim_time_us = session_id, obs.step, obs.sim_time_us
-            wire.observation_to_proto(obs, response.observation, held.lane_memo, held.lane_delta, held.agent_table,
-                                      held.history_delta)
+            held.encoder.encode(obs, response.observation)
 
         try:
             self.manager.step(session_id, command, expected_step, deliver)
@@ -254,14 +247,13 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
         out.session_id = managed.id
         out.step, out.sim_time_us = session.step_index, session.step_index * US_PER_STEP
         out.state = pb.SESSION_STATE_FINISHED if session.done else pb.SESSION_STATE_RUNNING
-        out.end_reason = wire.end_reason_to_proto(session.end_reason)
+        out.end_reason = codec.end_reason_to_proto(session.end_reason)
         out.km = session.metrics.distance_m / 1000.0
-        out.config.CopyFrom(wire.config_to_proto(session.config))
+        out.config.CopyFrom(codec.config_to_proto(session.config))
         out.age_s, out.idle_s = max(now - managed.created_s, 0.0), max(now - managed.last_used_s, 0.0)
-        out.lane_delivery = FULL if managed.lane_delta is None else DELTA
-        out.agent_layout = world_pb2.AGENT_LAYOUT_TABLE if managed.agent_table else world_pb2.AGENT_LAYOUT_MESSAGES
-        out.history_delivery = world_pb2.HISTORY_DELIVERY_FULL if managed.history_delta is None \
-            else world_pb2.HISTORY_DELIVERY_DELTA
+        encoder = managed.encoder
+        out.lane_delivery, out.agent_layout = encoder.lane_delivery, encoder.agent_layout
+        out.history_delivery = encoder.history_delivery
 
     def _call(self, method: str, context: grpc.ServicerContext, run: Callable[[], T]) -> T:
         """Run one RPC body; map exceptions to status codes and count the outcome."""
@@ -279,36 +271,6 @@ class SimulatorServicer(simulator_service_pb2_grpc.SimulatorServiceServicer):
             context.abort(code, message[:2000])
         self.metrics.rpcs.inc(method, "OK")
         return result
-
-
-def _lane_delta(value: int) -> bool:
-    """Whether CreateSessionRequest.lane_delivery asks for deltas; ConfigError for a value outside the enum."""
-    if value not in (world_pb2.LANE_DELIVERY_UNSPECIFIED, FULL, DELTA):
-        raise ConfigError(f"lane_delivery = {value} is not a LaneDelivery value (0 UNSPECIFIED = FULL, "
-                          f"1 FULL, 2 DELTA)")
-    return value == DELTA
-
-
-def _agent_table(value: int) -> bool:
-    """Whether CreateSessionRequest.agent_layout asks for an AgentTable; ConfigError outside the enum."""
-    if value not in (world_pb2.AGENT_LAYOUT_UNSPECIFIED, world_pb2.AGENT_LAYOUT_MESSAGES,
-                     world_pb2.AGENT_LAYOUT_TABLE):
-        raise ConfigError(f"agent_layout = {value} is not an AgentLayout value (0 UNSPECIFIED = MESSAGES, "
-                          f"1 MESSAGES, 2 TABLE)")
-    return value == world_pb2.AGENT_LAYOUT_TABLE
-
-
-def _history_delta(value: int, agent_table: bool) -> bool:
-    """Whether CreateSessionRequest.history_delivery asks for deltas; ConfigError for a value outside the enum
-    or DELTA without AGENT_LAYOUT_TABLE."""
-    if value not in (world_pb2.HISTORY_DELIVERY_UNSPECIFIED, world_pb2.HISTORY_DELIVERY_FULL,
-                     world_pb2.HISTORY_DELIVERY_DELTA):
-        raise ConfigError(f"history_delivery = {value} is not a HistoryDelivery value (0 UNSPECIFIED = FULL, "
-                          f"1 FULL, 2 DELTA)")
-    if value == world_pb2.HISTORY_DELIVERY_DELTA and not agent_table:
-        raise ConfigError("history_delivery = DELTA needs agent_layout = AGENT_LAYOUT_TABLE (agent messages "
-                          "always carry whole histories)")
-    return value == world_pb2.HISTORY_DELIVERY_DELTA
 
 
 def _require_id(session_id: str) -> None:

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vectorworld.errors import VectorWorldError
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Observation
-from vectorworld.sim.session import Session, SessionConfig
-from vectorworld.sim.wire import HistoryDeltaEncoder, LaneDeltaEncoder, LaneEncodeMemo
+from vectorworld.sim.session import Session
 from vectorworld.vehicle.commands import EgoCommand
+from vectorworld.wire.session_encoder import ObservationEncoder
 
 log = logging.getLogger(__name__)
 
@@ -63,14 +64,8 @@ class ManagedSession:
     tiles_seen: int = 0
     failure: str | None = None
     closed: bool = False
-    lane_memo: LaneEncodeMemo = field(default_factory=LaneEncodeMemo, repr=False)
-    """The lanes of the last complete observation sent, already encoded (most steps show the same lanes)."""
-    lane_delta: LaneDeltaEncoder | None = field(default=None, repr=False)
-    """LANE_DELIVERY_DELTA sessions: the lanes of the last observation sent (used under ``lock`` only)."""
-    agent_table: bool = False
-    """AGENT_LAYOUT_TABLE sessions: observations carry their agents as one AgentTable."""
-    history_delta: HistoryDeltaEncoder | None = field(default=None, repr=False)
-    """HISTORY_DELIVERY_DELTA sessions: the agent histories of the last observation sent (under ``lock``)."""
+    encoder: ObservationEncoder = field(default_factory=ObservationEncoder, repr=False)
+    """How this session's observations are encoded, with the state its deltas keep (used under ``lock``)."""
 
 
 SessionFactory = Callable[[SessionConfig], Session]

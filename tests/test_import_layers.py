@@ -53,7 +53,9 @@ def test_a_clean_planted_tree_passes(tmp_path: Path) -> None:
     ("policies/ego.py", "from vectorworld.sim.session import Session\n", "policies", "vectorworld.sim.session"),
     ("policies/lazy.py", "def f():\n    from vectorworld.sim import session\n", "policies", "vectorworld.sim.session"),
     ("vectorworld/scene.py", "import vectorworld.sim.session\n", "vectorworld.scene", "vectorworld.sim.session"),
-    ("vectorworld/sim/wire.py", "from sim_server import service\n", "vectorworld.sim", "sim_server.service"),
+    ("vectorworld/wire/codec.py", "from sim_server import service\n", "vectorworld.wire", "sim_server.service"),
+    ("vectorworld/sim/observation.py", "from vectorworld.wire.codec import x\n", "vectorworld.sim",
+     "vectorworld.wire.codec"),
     ("vectorworld/world/streaming.py", "from ..sim.session import Session\n", "vectorworld.world",
      "vectorworld.sim.session"),
     ("vectorworld/batch/store.py", "from sim_server.service import X\n", "vectorworld.batch", "sim_server.service"),
@@ -65,7 +67,7 @@ def test_a_planted_upward_import_fails(tmp_path: Path, name: str, text: str, imp
 
 
 def test_a_toolkit_import_in_the_core_fails(tmp_path: Path) -> None:
-    found = _tool().offending_imports(_tree(tmp_path, CLEAN | {"vectorworld/sim/rollout.py": "import pygame\n"}))
+    found = _tool().offending_imports(_tree(tmp_path, CLEAN | {"vectorworld/batch/episode.py": "import pygame\n"}))
     assert len(found) == 1 and "pygame" in found[0]
 
 

@@ -68,7 +68,7 @@ def main() -> int:
         importlib.import_module(module)
 
     from vectorworld.batch import LocalPoolBackend, SerialBackend
-    from vectorworld.sim.session import SessionConfig
+    from vectorworld.sim.config import SessionConfig
 
     config = SessionConfig(seed=args.seed, target_km=args.km, generator=args.generator, npc_policy=args.npc)
     print(f"machine: {os.cpu_count()} CPUs; {args.episodes} episodes of {args.km} km, generator "

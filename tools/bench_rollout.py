@@ -30,7 +30,8 @@ from policies import DEFAULT_NPC_POLICY
 def one(km: float, seed: int, generator: str, npc: str) -> dict:
     import numpy as np
 
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     session = Session(SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc))
     session.reset()

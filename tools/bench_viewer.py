@@ -29,9 +29,9 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 from vectorworld import geometry  # noqa: E402
 from vectorworld.scene import HISTORY_STEPS, Agents, AgentType, Lane, LaneType, Tile  # noqa: E402
+from vectorworld.sim.config import SessionConfig  # noqa: E402
 from vectorworld.sim.metrics import StepMetrics  # noqa: E402
 from vectorworld.sim.observation import EndReason, Frame  # noqa: E402
-from vectorworld.sim.session import SessionConfig  # noqa: E402
 
 TILE_EVERY_M = 32.0
 EGO_SPEED_MPS = 10.0
@@ -134,7 +134,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.recording
         if path is None:
-            from vectorworld.sim.recording import RecordingWriter
+            from vectorworld.wire.recording import RecordingWriter
 
             path = Path(tmp) / "bench.vwrec"
             t0 = time.perf_counter()

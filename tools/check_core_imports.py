@@ -3,8 +3,9 @@
 Layers, top to bottom (a module may import its own package and any package of a LOWER layer; two
 packages of one layer do not import each other):
 
-    cli → viewer → sim_server, batch → eval → train → sim (engine) → policies → world
-        → generation, data, vehicle → scene → geometry → errors, plugins, v1, the ``vectorworld`` root
+    cli → viewer → sim_server, batch → eval → train → wire → sim (engine) → policies → world
+        → generation, data, vehicle → scene → geometry → checkpoints
+        → errors, files, plugins, v1, the ``vectorworld`` root
 
 Every import counts, also one inside a function (a lazy import is still a dependency). Outside
 ``viewer/``, ``cli/`` and ``sim_server/`` nothing imports grpc, fastapi or pygame.
@@ -29,13 +30,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sim_server", "vectorworld.batch"),
     ("vectorworld.eval",),
     ("vectorworld.train",),
+    ("vectorworld.wire",),
     ("vectorworld.sim",),
     ("policies",),
     ("vectorworld.world",),
     ("vectorworld.generation", "vectorworld.data", "vectorworld.vehicle"),
     ("vectorworld.scene",),
     ("vectorworld.geometry",),
-    ("vectorworld.errors", "vectorworld.plugins", "vectorworld.v1", "vectorworld"),
+    ("vectorworld.checkpoints",),
+    ("vectorworld.errors", "vectorworld.files", "vectorworld.plugins", "vectorworld.v1", "vectorworld"),
 )
 """The layer order, top first. ``vectorworld`` (the root package: version, step length) is the bottom."""
 

@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sim_server.client import RemoteSession, SimClient  # noqa: E402
-from vectorworld.sim.session import SessionConfig  # noqa: E402
+from vectorworld.sim.config import SessionConfig  # noqa: E402
 
 WARMUP_STEPS = 10
 """Steps at the start of each overhead run left out of its statistics (stream set-up, first tiles)."""

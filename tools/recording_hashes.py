@@ -27,8 +27,10 @@ def record_hash(repo: Path, seed: int, km: float, npc: str, workdir: Path) -> st
     """Run one episode of ``repo``'s code and return the sha256 of its recording."""
     path = workdir / f"seed{seed}-{npc}.vwrec"
     env = dict(os.environ, PYTHONPATH=str(repo))
-    subprocess.run([sys.executable, "-c", _CLI, "rollout", "--km", str(km), "--seed", str(seed), "--npc", npc,
-                    "--record", str(path)], cwd=repo, env=env, check=True, capture_output=True)
+    run = subprocess.run([sys.executable, "-c", _CLI, "rollout", "--km", str(km), "--seed", str(seed), "--npc",
+                          npc, "--record", str(path)], cwd=repo, env=env, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"seed {seed} --npc {npc} failed (exit {run.returncode}):\n{run.stderr[-2000:]}")
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 

@@ -6,7 +6,14 @@ class VectorWorldError(Exception):
 
 
 class ConfigError(VectorWorldError, ValueError):
-    """A configuration value is invalid; the message names the option."""
+    """A configuration value is invalid; the message names the field (``field``, where one is to blame).
+
+    Library code names config *fields* (``target_km``); the CLI maps them to its flags, the server to the
+    wire field path."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class DataFormatError(VectorWorldError):

@@ -17,17 +17,18 @@ def wrap_angle(angle: Array | float) -> Array:
     return np.where(wrapped <= -np.pi, wrapped + 2.0 * np.pi, wrapped)
 
 
-def rotation(yaw: Array | float) -> Array:
-    """Rotation matrices (..., 2, 2) for yaw (...,) rad."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)
-
-
 def to_local(points: Array, origin_xy: Array, origin_yaw: Array | float) -> Array:
     """Express global points (..., 2) in the frame at (origin_xy (2,), origin_yaw)."""
     d = np.asarray(points, dtype=np.float64) - origin_xy
     c, s = np.cos(origin_yaw), np.sin(origin_yaw)
     return np.stack([c * d[..., 0] + s * d[..., 1], -s * d[..., 0] + c * d[..., 1]], -1)
+
+
+def in_square(points: Array, center_xy: Array, yaw: float, half_m: float) -> Array:
+    """Boolean (...) whether global points (..., 2) lie in the square of half side ``half_m`` at
+    (``center_xy``, ``yaw``) (tiles and tile frames)."""
+    local = to_local(points, center_xy, yaw)
+    return (np.abs(local[..., 0]) <= half_m) & (np.abs(local[..., 1]) <= half_m)
 
 
 def to_global(points: Array, origin_xy: Array, origin_yaw: Array | float) -> Array:

@@ -216,12 +216,13 @@ class Tile:
     lane_ids: tuple[int, ...]
     latency_ms: float = 0.0
     size_m: float = TILE_SIZE_M
+    fallback: bool = False
+    """The straight last-resort lane laid where no generator could continue a port (no generator ran, so
+    it has no latency to report)."""
 
     def contains(self, xy: np.ndarray, margin_m: float = 0.0) -> np.ndarray:
         """Boolean (...) whether global points (..., 2) lie inside the square (grown by ``margin_m``)."""
-        local = geometry.to_local(xy, self.center_xy, self.yaw)
-        half = self.size_m / 2.0 + margin_m
-        return (np.abs(local[..., 0]) <= half) & (np.abs(local[..., 1]) <= half)
+        return geometry.in_square(xy, self.center_xy, self.yaw, self.size_m / 2.0 + margin_m)
 
     def corners(self) -> np.ndarray:
         """Corners (4, 2) of the square in the global frame."""

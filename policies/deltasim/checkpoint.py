@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 
 from policies.deltasim.kdisks import MotionVocabulary
 from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
 from policies.deltasim.observation import ObservationConfig
+from vectorworld.checkpoints import read_sidecar, read_weights, write_checkpoint
 from vectorworld.errors import CheckpointError, ConfigError
 
 FORMAT = "vectorworld.deltasim/2"
@@ -49,10 +48,8 @@ def save_checkpoint(stem: str | Path, net: DeltaSimNet, vocabulary: MotionVocabu
                     observation: ObservationConfig, meta: dict | None = None) -> tuple[Path, Path]:
     """Write ``<stem>.safetensors`` and ``<stem>.json``; returns both paths."""
     weights_path, json_path = _paths(stem)
-    weights_path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous().clone() for k, v in net.state_dict().items()}
     tensors["vocabulary.primitives"] = torch.from_numpy(vocabulary.primitives.copy())
-    save_file(tensors, str(weights_path))
     sidecar = {
         "format": FORMAT,
         "net": net.config.to_dict(),
@@ -62,7 +59,7 @@ def save_checkpoint(stem: str | Path, net: DeltaSimNet, vocabulary: MotionVocabu
                        "primitives": vocabulary.primitives.round(6).tolist()},
         "meta": meta or {},
     }
-    json_path.write_text(json.dumps(sidecar, indent=1))
+    write_checkpoint(weights_path, tensors, json_path, json.dumps(sidecar, indent=1))
     return weights_path, json_path
 
 
@@ -72,12 +69,9 @@ def load_checkpoint(stem: str | Path = DEFAULT_CHECKPOINT) -> DeltaSimCheckpoint
     for path in (weights_path, json_path):
         if not path.is_file():
             raise CheckpointError(f"DeltaSim checkpoint file not found: {path}")
-    try:
-        sidecar = json.loads(json_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{json_path}: not valid JSON ({err})") from err
-    if not isinstance(sidecar, dict) or sidecar.get("format") != FORMAT:
-        found = sidecar.get("format") if isinstance(sidecar, dict) else None
+    sidecar = read_sidecar(json_path)
+    if sidecar.get("format") != FORMAT:
+        found = sidecar.get("format")
         hint = (" (an older DeltaSim checkpoint: retrain it with tools/train_deltasim.py)"
                 if isinstance(found, str) and found.startswith("vectorworld.deltasim/") else "")
         raise CheckpointError(f"{json_path}: format is {found!r}, not {FORMAT!r}{hint}")
@@ -88,10 +82,7 @@ def load_checkpoint(stem: str | Path = DEFAULT_CHECKPOINT) -> DeltaSimCheckpoint
         eps, theta_weight, dt_s = float(voc["eps"]), float(voc["theta_weight"]), float(voc["dt_s"])
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{json_path}: missing or invalid field ({err})") from err
-    try:
-        tensors = load_file(str(weights_path))
-    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-        raise CheckpointError(f"{weights_path}: cannot read safetensors ({err})") from err
+    tensors = read_weights(weights_path)
     primitives = tensors.pop("vocabulary.primitives", None)
     if primitives is None or tuple(primitives.shape) != (net_config.vocab_size, 3):
         raise CheckpointError(f"{weights_path}: vocabulary does not match vocab_size={net_config.vocab_size}")

@@ -81,12 +81,6 @@ class MotionVocabulary:
         d2 = (p * p).sum(-1)[None] - 2.0 * flat @ p.T
         return np.argmin(d2, axis=1).reshape(m.shape[:-1]).astype(np.int64)
 
-    def tokenize(self, motions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Open-loop tokens of independent motions (..., 3): (index (...,), residual (..., 3) = motion -
-        primitive)."""
-        idx = self.nearest(motions)
-        return idx, np.asarray(motions, dtype=np.float64) - self.primitives[idx]
-
     def tokenize_trajectory(self, poses: np.ndarray, valid: np.ndarray | None = None
                             ) -> tuple[np.ndarray, np.ndarray]:
         """Closed-loop tokens of trajectories.

@@ -23,7 +23,7 @@ Fixed capacities with masks; no Python loop over agents in the hot path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -69,32 +69,45 @@ class ObservationConfig:
 
 
 @dataclass(frozen=True)
-class Observation:
-    """Observations of S agents (float32 unless stated; all in each agent's own frame).
+class ObservationFeatures:
+    """The feature schema of DeltaSim, declared once: what the network reads of S agents (float32 unless
+    stated; all in each agent's own frame). Observations and training samples both hold these arrays.
 
-    slots: (S,) int64, the agent slots observed.
     history: (S, H, 6) x m, y m, cos dyaw, sin dyaw, speed m/s, valid.
     static: (S, 5) length m, width m, is_vehicle, is_pedestrian, is_cyclist.
     neighbors: (S, N, 11) x, y, cos dyaw, sin dyaw, vx, vy (m/s), length, width, type one-hot (3).
-    neighbor_mask: (S, N) bool. neighbor_slots: (S, N) int64 (-1 where masked).
+    neighbor_mask: (S, N) bool.
     lane_points: (S, L, P, 2) m. lane_features: (S, L, 10): relation one-hot (6), on_route, route position
     in [0, 1], speed limit / 30 m/s, width / 4 m. lane_mask: (S, L) bool.
     route_ahead: (S, R, 4) route targets (x m, y m, valid, speed cap m/s up to the target).
     stop: (S, 11) the junction stop token in the neighbour format (zeros where none); stop_mask: (S,) bool.
     """
 
-    slots: np.ndarray
     history: np.ndarray
     static: np.ndarray
     neighbors: np.ndarray
     neighbor_mask: np.ndarray
-    neighbor_slots: np.ndarray
     lane_points: np.ndarray
     lane_features: np.ndarray
     lane_mask: np.ndarray
     route_ahead: np.ndarray
     stop: np.ndarray
     stop_mask: np.ndarray
+
+
+FEATURE_FIELDS = tuple(f.name for f in fields(ObservationFeatures))
+"""The names of the feature arrays, in schema order."""
+
+
+@dataclass(frozen=True)
+class Observation(ObservationFeatures):
+    """The features of S agents (:class:`ObservationFeatures`) and who they are.
+
+    slots: (S,) int64, the agent slots observed. neighbor_slots: (S, N) int64 (-1 where masked).
+    """
+
+    slots: np.ndarray
+    neighbor_slots: np.ndarray
 
     @property
     def size(self) -> int:
@@ -251,9 +264,11 @@ class ObservationBuilder:
         neighbors, nmask, nslots = self._neighbors(inp, slots, route)
         stop, stop_mask = stop_tokens(held, agents.id[slots], agents.xy[slots], agents.yaw[slots])
         f32 = np.float32
-        return Observation(slots, history.astype(f32, copy=False), static.astype(f32),
-                           neighbors.astype(f32, copy=False), nmask, nslots, lane_pts.astype(f32, copy=False),
-                           lane_feat.astype(f32, copy=False), lmask, route.astype(f32), stop.astype(f32), stop_mask)
+        return Observation(slots=slots, history=history.astype(f32, copy=False), static=static.astype(f32),
+                           neighbors=neighbors.astype(f32, copy=False), neighbor_mask=nmask, neighbor_slots=nslots,
+                           lane_points=lane_pts.astype(f32, copy=False),
+                           lane_features=lane_feat.astype(f32, copy=False), lane_mask=lmask,
+                           route_ahead=route.astype(f32), stop=stop.astype(f32), stop_mask=stop_mask)
 
     def _own(self, inp: PolicyInput, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a = inp.agents

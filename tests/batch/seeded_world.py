@@ -14,7 +14,7 @@ from typing import Any
 from tests.straight_world import StraightGenerator
 from vectorworld.batch.tasks import run_batch_episode
 from vectorworld.generation.base import TileContent, TileRequest, register_generator
-from vectorworld.sim.session import SessionConfig
+from vectorworld.sim.config import SessionConfig
 
 FAILING_SEED = 3
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
 
 SEAM_TOLERANCE_M = 0.5
 

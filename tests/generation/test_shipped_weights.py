@@ -14,11 +14,9 @@ from vectorworld.generation.learned.tile_context import build_context
 from vectorworld.generation.learned.tile_tensors import stack_tiles
 from vectorworld.generation.learned.vae import batch_to_torch
 
-pytestmark = pytest.mark.skipif(not (WEIGHTS_DIR / "model.safetensors").is_file(),
-                                reason="no shipped generator weights")
-
-
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.skipif(not (WEIGHTS_DIR / "model.safetensors").is_file(),
+                                 reason="no shipped generator weights"),
+              pytest.mark.usefixtures("one_torch_thread")]
 
 
 def test_shipped_checkpoint_is_small_and_loads() -> None:

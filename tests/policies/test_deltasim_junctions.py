@@ -147,14 +147,15 @@ def test_parked_agents_are_held_and_routed_standing_ones_are_not() -> None:
 
 def test_stop_tokens_hold_exactly_the_agents_idm_holds_in_session_traffic() -> None:
     """Over IDM traffic in the streaming world, the stop tokens mark the agents IDM's rule holds."""
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     session = Session(SessionConfig(seed=3, target_km=100.0, terminate_on_collision=False, max_steps=150),
                       npc_policy=IdmPolicy())
     session.reset()
     builder, reference, held_steps = ObservationBuilder(), IdmCore(), 0
     while not session.done:
-        inp = session._policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
+        inp = session.policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
         obs = builder(inp, policy_slots(inp))
         expected = _held_by_idm(reference, inp)
         observed = set(inp.agents.id[obs.slots[obs.stop_mask]].tolist())
@@ -185,7 +186,8 @@ def test_ego_planner_reads_the_junction_decision_of_deltasim(monkeypatch) -> Non
     """With ΔSim NPCs and the IDM ego planner (one shared core), the right of way is decided once per step, and
     the ego's trajectory is the one it would plan deciding alone."""
     from policies.ego import IdmRoutePlanner
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     calls: list[tuple[int, int]] = []
     grant = IdmCore.grant
@@ -200,7 +202,7 @@ def test_ego_planner_reads_the_junction_decision_of_deltasim(monkeypatch) -> Non
     assert session.npc_policy._idm_core is session.planner.core
     alone = IdmRoutePlanner()
     for _ in range(40):
-        inp = session._policy_input(np.zeros(session.agents.capacity, bool))
+        inp = session.policy_input(np.zeros(session.agents.capacity, bool))
         session.advance()
         # A planner with its own core decides the same state from scratch (its clocks: fresh, like the
         # shared core's at this point only while nobody has waited yet).

@@ -152,7 +152,8 @@ def test_a_shared_core_drives_exactly_like_separate_cores():
     """The IDM ego planner and IDM NPCs share one core (one planning pass per step); it must reach the
     same decisions as two cores, including the junction wait clocks that both update every step."""
     from policies.idm import IdmCore
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     config = SessionConfig(seed=3, target_km=1.0, npc_policy="idm")
     shared, separate = Session(config), Session(config)

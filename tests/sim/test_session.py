@@ -5,7 +5,8 @@ import pytest
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
 from vectorworld.errors import CommandError, ConfigError, EpisodeFinishedError, StepMismatchError
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
 from vectorworld.vehicle.commands import ControlCommand, StateCommand, TrajectoryCommand
 
 
@@ -94,7 +95,7 @@ def test_stale_step_and_finished_episode_refused():
 
 @pytest.mark.parametrize("km", [0.0, -1.0, float("nan"), float("inf")])
 def test_bad_km_rejected(km):
-    with pytest.raises(ConfigError, match="--km"):
+    with pytest.raises(ConfigError, match="target_km"):
         Session(short_config(target_km=km))
 
 
@@ -115,7 +116,7 @@ def test_npcs_leave_with_the_road_under_them():
         a = session.agents
         on = {int(i): session.routes.get(int(i))[0] for i in a.id[a.valid] if session.routes.get(int(i))}
         session.step()
-        removed = set(session._removed_lanes)
+        removed = set(session.frame().removed_lane_ids)
         retired_under_npcs += sum(lane in removed for lane in on.values())
         for agent_id in session.agents.id[session.agents.valid].tolist():
             route = session.routes.get(agent_id)

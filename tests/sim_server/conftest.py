@@ -13,7 +13,7 @@ from sim_server import simulator_service_pb2_grpc
 from sim_server.client import SimClient
 from sim_server.config import ServerConfig
 from sim_server.server import SimServer, create_server
-from vectorworld.sim.session import SessionConfig
+from vectorworld.sim.config import SessionConfig
 
 TEST_DEFAULTS = SessionConfig(generator="test-straight", target_km=0.05)
 """Short episodes: ~65 steps of the straight two-lane test world."""

@@ -18,12 +18,13 @@ from tests.sim_server.conftest import TEST_DEFAULTS
 from tests.sim_server.test_observation_encoding import assert_observations_equal
 from vectorworld.errors import DataFormatError
 from vectorworld.scene import HISTORY_STEPS, Agents
-from vectorworld.sim import wire, wire_table
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.v1 import world_pb2
 from vectorworld.vehicle.commands import StateCommand
+from vectorworld.wire import codec
+from vectorworld.wire import table as wire_table
 
 CHURN = {"target_km": 1.0, "observation_radius_m": 8.0, "max_steps": 400, "terminate_on_collision": False}
 """A test-straight episode driven by :func:`commands`: with this small radius agents come into view, leave it
@@ -88,23 +89,23 @@ def episodes(draw: st.DrawFn) -> list[Agents]:
     return out
 
 
-def _observation(agents: Agents, step: int, encoder: wire.HistoryDeltaEncoder) -> world_pb2.Observation:
+def _observation(agents: Agents, step: int, encoder: codec.HistoryDeltaEncoder) -> world_pb2.Observation:
     obs = Observation(step=step, sim_time_us=step * 100_000, agents=agents, ego_slot=0, lanes=(), route_lane_ids=(),
-                      route_polyline=np.zeros((0, 2)), step_metrics=wire.step_metrics_from_proto(
+                      route_polyline=np.zeros((0, 2)), step_metrics=codec.step_metrics_from_proto(
                           world_pb2.StepMetrics()), terminated=False, truncated=False,
-                      end_reason=wire.end_reason_from_proto(0), km=0.0)
-    msg = wire.observation_to_proto(obs, agent_table=True, history_delta=encoder)
+                      end_reason=codec.end_reason_from_proto(0), km=0.0)
+    msg = codec.observation_to_proto(obs, agent_table=True, history_delta=encoder)
     return world_pb2.Observation.FromString(msg.SerializeToString())
 
 
 @settings(max_examples=80, deadline=None)
 @given(steps=episodes())
 def test_history_deltas_rebuild_every_history_bit_for_bit(steps: list[Agents]) -> None:
-    encoder, cache = wire.HistoryDeltaEncoder(), wire.AgentHistoryCache()
+    encoder, cache = codec.HistoryDeltaEncoder(), codec.AgentHistoryCache()
     previous: Agents | None = None
     for step, agents in enumerate(steps):
         msg = _observation(agents, step, encoder)
-        decoded = wire.observation_from_proto(msg, history_cache=cache).agents
+        decoded = codec.observation_from_proto(msg, history_cache=cache).agents
         for name in ("id", "xy", "yaw", "speed", "history", "history_valid"):
             assert getattr(decoded, name).tobytes() == getattr(agents, name).tobytes(), (step, name)
         duplicates = len(set(agents.id.tolist())) < len(agents.id)
@@ -131,16 +132,16 @@ def test_history_deltas_rebuild_every_history_bit_for_bit(steps: list[Agents]) -
 def test_history_delta_decoding_refuses_what_it_cannot_rebuild() -> None:
     agents = Agents.empty(2)
     agents.id[:], agents.valid[:], agents.history_valid[:] = (4, 5), True, True
-    encoder = wire.HistoryDeltaEncoder()
+    encoder = codec.HistoryDeltaEncoder()
     base = _observation(agents, 0, encoder)
     moved = dataclasses.replace(agents, history=np.concatenate([agents.history[:, 1:], agents.history[:, -1:]], 1))
     delta = _observation(moved, 1, encoder)
     assert delta.history_delivery == world_pb2.HISTORY_DELIVERY_DELTA and not any(delta.agent_table.history_sent)
     with pytest.raises(DataFormatError, match="AgentHistoryCache"):
-        wire.observation_from_proto(delta)
+        codec.observation_from_proto(delta)
     with pytest.raises(DataFormatError, match="GetSession"):  # no base held: a lost reply
-        wire.AgentHistoryCache().observation_agents(delta)
-    cache = wire.AgentHistoryCache()
+        codec.AgentHistoryCache().observation_agents(delta)
+    cache = codec.AgentHistoryCache()
     other = world_pb2.Observation()
     other.CopyFrom(base)
     other.agent_table.id[1] = 9  # the base lacks agent 5
@@ -150,20 +151,20 @@ def test_history_delta_decoding_refuses_what_it_cannot_rebuild() -> None:
     with pytest.raises(DataFormatError, match="AgentHistoryCache"):
         wire_table.agents_from_table(delta.agent_table)
     with pytest.raises(Exception, match="AGENT_LAYOUT_TABLE"):
-        wire.observation_to_proto(Observation(0, 0, agents, 0, (), (), np.zeros((0, 2)),
-                                              wire.step_metrics_from_proto(world_pb2.StepMetrics()), False,
-                                              False, wire.end_reason_from_proto(0), 0.0),
-                                  history_delta=wire.HistoryDeltaEncoder())
+        codec.observation_to_proto(Observation(0, 0, agents, 0, (), (), np.zeros((0, 2)),
+                                              codec.step_metrics_from_proto(world_pb2.StepMetrics()), False,
+                                              False, codec.end_reason_from_proto(0), 0.0),
+                                  history_delta=codec.HistoryDeltaEncoder())
 
 
 def test_the_client_keeps_its_own_copy_of_the_histories() -> None:
     agents = Agents.empty(1)
     agents.id[0], agents.valid[0], agents.history_valid[0] = 3, True, True
-    encoder, cache = wire.HistoryDeltaEncoder(), wire.AgentHistoryCache()
-    first = wire.observation_from_proto(_observation(agents, 0, encoder), history_cache=cache)
+    encoder, cache = codec.HistoryDeltaEncoder(), codec.AgentHistoryCache()
+    first = codec.observation_from_proto(_observation(agents, 0, encoder), history_cache=cache)
     first.agents.history[:] = 99.0  # a planner scribbling on the arrays it was handed
     moved = dataclasses.replace(agents, history=np.concatenate([agents.history[:, 1:], agents.history[:, -1:]], 1))
-    again = wire.observation_from_proto(_observation(moved, 1, encoder), history_cache=cache)
+    again = codec.observation_from_proto(_observation(moved, 1, encoder), history_cache=cache)
     assert again.agents.history.tobytes() == moved.history.tobytes()
 
 
@@ -189,7 +190,7 @@ def test_history_deltas_serve_the_full_observations_step_by_step(client: SimClie
     for k, command in enumerate(commands(expected, 80)):
         if k == 40:  # someone else steps the session: the client resyncs through GetSession, then deltas go on
             request = pb.StepRequest(session_id=delta.id, expected_step=delta.step_index)
-            wire.command_to_proto(command, request.command)
+            codec.command_to_proto(command, request.command)
             stub.Step(request)
             with pytest.raises(grpc.RpcError):
                 delta.step(command)

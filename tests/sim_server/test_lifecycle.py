@@ -16,7 +16,8 @@ from sim_server.client import SimClient
 from sim_server.server import create_server
 from sim_server.sessions import SessionManager, SessionNotFoundError
 from tests.sim_server.conftest import TEST_DEFAULTS, server_config
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
 
 
 def test_token_required_when_configured() -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sim_server.client import SimClient
 from tests.sim_server.conftest import TEST_DEFAULTS
 from tests.sim_server.test_service import code_of
-from tests.sim_server.test_wire_codec import (
+from tests.wire.test_codec import (
     agent_tables,
     assert_agents_equal,
     make_lane,
@@ -24,11 +24,13 @@ from tests.sim_server.test_wire_codec import (
 )
 from vectorworld.errors import DataFormatError
 from vectorworld.scene import HISTORY_STEPS, Agents, Lane
-from vectorworld.sim import wire, wire_format, wire_table
 from vectorworld.sim.observation import Observation
 from vectorworld.sim.session import Session
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.v1 import world_pb2
+from vectorworld.wire import codec
+from vectorworld.wire import raw as wire_raw
+from vectorworld.wire import table as wire_table
 
 CHURN = {"target_km": 0.2, "observation_radius_m": 15.0}
 """A short test-straight episode whose small radius makes lanes leave and enter the view every few steps."""
@@ -68,7 +70,7 @@ def _variant(lane: Lane, kind: str) -> Lane:
                                max_size=9), min_size=2, max_size=25))
 def test_lane_delta_stream_rebuilds_every_complete_lane_set(steps: list[list[tuple[int, str]]]) -> None:
     current = {i: make_lane(i, offset=float(i)) for i in range(12)}
-    encoder, decoder = wire.LaneDeltaEncoder(), wire.LaneDecodeCache()
+    encoder, decoder = codec.LaneDeltaEncoder(), codec.LaneDecodeCache()
     previous: dict[int, Lane] | None = None
     for step, draw in enumerate(steps):
         ids = list(dict.fromkeys(i for i, _ in draw))  # distinct ids, in drawn order
@@ -82,8 +84,8 @@ def test_lane_delta_stream_rebuilds_every_complete_lane_set(steps: list[list[tup
         if previous is None:
             assert msg.lane_delivery == world_pb2.LANE_DELIVERY_FULL and delta.sent == len(lanes)
         else:  # only new lanes and lanes whose content changed are sent
-            expected = sum(i not in previous or wire.lanes_to_wire([previous[i]], 5) !=
-                           wire.lanes_to_wire([current[i]], 5) for i in ids)
+            expected = sum(i not in previous or codec.lanes_to_wire([previous[i]], 5) !=
+                           codec.lanes_to_wire([current[i]], 5) for i in ids)
             assert msg.lane_delivery == world_pb2.LANE_DELIVERY_DELTA and msg.lane_base_step == step - 1
             assert delta.sent == len(msg.lanes) == expected and list(msg.lane_ids) == ids
         decoded = decoder.observation_lanes(msg)
@@ -93,20 +95,20 @@ def test_lane_delta_stream_rebuilds_every_complete_lane_set(steps: list[list[tup
 
 
 def test_delta_decoding_refuses_what_it_cannot_rebuild() -> None:
-    encoder = wire.LaneDeltaEncoder()
+    encoder = codec.LaneDeltaEncoder()
     encoder.encode((make_lane(1), make_lane(2)), 0)
     msg = world_pb2.Observation(step=1)
     msg.MergeFromString(encoder.encode((make_lane(2), make_lane(3)), 1).wire)
     assert msg.lane_delivery == world_pb2.LANE_DELIVERY_DELTA
     with pytest.raises(DataFormatError, match="GetSession"):  # no base held: a lost reply
-        wire.LaneDecodeCache().observation_lanes(msg)
+        codec.LaneDecodeCache().observation_lanes(msg)
     with pytest.raises(DataFormatError, match="LaneDecodeCache"):
-        wire.observation_from_proto(msg)
-    holder = wire.LaneDecodeCache()
-    holder.observation_lanes(world_pb2.Observation(step=5, lanes=[wire_format.lane_to_proto(make_lane(2))]))
+        codec.observation_from_proto(msg)
+    holder = codec.LaneDecodeCache()
+    holder.observation_lanes(world_pb2.Observation(step=5, lanes=[wire_raw.lane_to_proto(make_lane(2))]))
     with pytest.raises(DataFormatError, match="step 0"):  # holds another step's lanes
         holder.observation_lanes(msg)
-    base = world_pb2.Observation(step=0, lanes=[wire_format.lane_to_proto(make_lane(1))])
+    base = world_pb2.Observation(step=0, lanes=[wire_raw.lane_to_proto(make_lane(1))])
     for bad_ids in ([1, 3, 9], [1]):  # 9: neither sent nor held; 3: sent but not listed
         holder.observation_lanes(base)
         bad = world_pb2.Observation()
@@ -118,7 +120,7 @@ def test_delta_decoding_refuses_what_it_cannot_rebuild() -> None:
 
 
 def test_duplicate_lane_ids_are_sent_complete() -> None:
-    encoder = wire.LaneDeltaEncoder()
+    encoder = codec.LaneDeltaEncoder()
     encoder.encode((make_lane(1),), 0)
     twice = (make_lane(1), make_lane(1, offset=2.0))
     assert encoder.encode(twice, 1).delivery == world_pb2.LANE_DELIVERY_FULL
@@ -141,7 +143,7 @@ def test_agent_table_decodes_to_the_agent_messages_values(agents: Agents) -> Non
     assert list(table.id) == [a.id for a in messages.agents]
     decoded = wire_table.agents_from_table(table)
     assert_agents_equal(decoded, reference_agents_from_proto(messages.agents))
-    assert_agents_equal(decoded, wire.agents_from_proto(messages.agents))
+    assert_agents_equal(decoded, codec.agents_from_proto(messages.agents))
     assert decoded.agent_type.dtype == np.int8 and decoded.xy.flags.writeable and decoded.history.flags.writeable
     some = np.flatnonzero(agents.valid)
     held = world_pb2.Observation()

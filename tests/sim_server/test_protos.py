@@ -37,7 +37,7 @@ def test_checked_in_generated_code_is_up_to_date(tmp_path: Path) -> None:
 
 def test_core_imports_no_grpc() -> None:
     code = ("import sys, vectorworld.v1.recording_pb2, vectorworld.v1.simulator_service_pb2, "
-            "vectorworld.sim.wire, vectorworld.sim.recording; "
+            "vectorworld.wire.codec, vectorworld.wire.recording; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('grpc', 'fastapi', 'pygame')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

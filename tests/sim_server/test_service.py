@@ -11,9 +11,10 @@ import pytest
 from sim_server.client import SimClient
 from sim_server.server import create_server
 from tests.sim_server.conftest import TEST_DEFAULTS, server_config
+from vectorworld.batch.episode import run_episode
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import EndReason
-from vectorworld.sim.rollout import run_episode
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.session import Session
 from vectorworld.v1 import session_pb2
 from vectorworld.v1 import simulator_service_pb2 as pb
 from vectorworld.vehicle.commands import ControlCommand, StateCommand, TrajectoryCommand

@@ -30,7 +30,8 @@ def test_session_episode_records_observations_and_realised_teacher_motion() -> N
     assert len(samples) > 0 and set(samples.episode.tolist()) == {0}
     assert samples.stop.shape == (len(samples), 11) and samples.stop_mask.dtype == bool
     # Replay the same Session with a plain teacher: the recorded labels are its realised clean motions.
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     seed = config.first_seed
     teacher = idm_teacher(np.random.default_rng(seed))
@@ -39,7 +40,7 @@ def test_session_episode_records_observations_and_realised_teacher_motion() -> N
     session.reset()
     for _ in range(config.warmup_steps):
         session.advance()
-    inp = session._policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
+    inp = session.policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
     slots = policy_slots(inp)
     deltas = teacher.act(inp, session.npc_rng)
     a = inp.agents

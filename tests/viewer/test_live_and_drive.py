@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
 from vectorworld.cli import app
-from vectorworld.sim.session import SessionConfig
+from vectorworld.sim.config import SessionConfig
 from vectorworld.viewer import style
 from vectorworld.viewer.drive_source import DriveKeys, DriveSource, command_from_keys
 from vectorworld.viewer.frame_store import FrameStore

@@ -9,9 +9,10 @@ from typer.testing import CliRunner
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
 from vectorworld.cli import app
-from vectorworld.sim.recording import MAGIC, RecordingWriter
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
 from vectorworld.viewer import style
+from vectorworld.wire.recording import MAGIC, RecordingWriter
 
 runner = CliRunner()
 

@@ -2,8 +2,9 @@
 
 import numpy as np
 
-import tests.straight_world  # noqa: F401 - registers "test-straight"
+from tests.straight_world import StraightGenerator  # also registers "test-straight"
 from vectorworld.generation import make_generator
+from vectorworld.generation.base import AgentSpawns, TileContent, TileRequest
 from vectorworld.scene import Lane, LaneType
 from vectorworld.world import StreamingWorld, WorldConfig
 from vectorworld.world.drivable import DrivableGrid
@@ -95,12 +96,34 @@ def test_a_port_reopened_by_retirement_gets_fresh_attempts():
     ends = {i: world.graph[i].points[-1, 0] for i in world.graph.lanes if world.graph[i].successors}
     port = min(ends, key=lambda i: abs(ends[i] - 160.0))       # a lane continued by the next tile
     follower_tile = world.graph[world.graph[port].successors[0]].tile_id
-    world._attempts[port] = world.config.attempts_per_port     # as if it had used up its attempts before
-    world._exhausted_ports.add(world.graph[port].successors[0])
+    world.ports.attempts[port] = world.config.attempts_per_port  # as if it had used up its attempts before
+    world.ports.dead_ends.add(world.graph[port].successors[0])
     centre = world.tiles[follower_tile].center_xy
     # Stand behind the port so that the follower's tile is just beyond retention and the port's is not.
     ego = np.array([centre[0] - world.config.retention_m - 1.0, -1.75])
     world.retire(ego)
     assert port in world.graph and not world.graph[port].successors
-    assert port not in world._attempts and port not in world.dead_ends
-    assert not (world._exhausted_ports - set(world.graph.lanes))  # no bookkeeping for retired lanes
+    assert port not in world.ports.attempts and port not in world.dead_ends
+    assert not (world.ports.dead_ends - set(world.graph.lanes))  # no bookkeeping for retired lanes
+
+
+class _FirstTileOnly(StraightGenerator):
+    """Lays the first tile, then continues nothing: every out port ends in the straight fallback."""
+
+    name = "test-first-tile-only"
+
+    def generate(self, request: TileRequest) -> TileContent:
+        if any(p.is_out for p in request.ports):
+            return TileContent((), (), AgentSpawns.none())
+        return super().generate(request)
+
+
+def test_a_port_nothing_continues_gets_a_straight_fallback_tile_flagged_as_such():
+    world = StreamingWorld(_FirstTileOnly(), np.random.default_rng(0))
+    first = world.start()
+    made = []
+    for x in np.arange(0.0, 120.0, 5.0):
+        made += world.ensure_coverage(np.array([x, -1.75]), 0.0, None, np.zeros((0, 2)))
+    straight = [g.tile for g in made if g.tile.fallback]
+    assert straight and all(t.generator == "straight-fallback" and t.latency_ms == 0.0 for t in straight)
+    assert not first.tile.fallback and world.fallback_tiles == len(straight)

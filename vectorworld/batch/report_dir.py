@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vectorworld.batch.episode import REPORT_VERSION
 from vectorworld.batch.store import EPISODES_FILE, read_records
 from vectorworld.batch.summary import metric_names, ok_records, summarize_batch
 from vectorworld.errors import ConfigError, DataFormatError
-from vectorworld.sim.rollout import REPORT_VERSION, write_json_atomic
-from vectorworld.sim.session import SessionConfig
+from vectorworld.files import atomic_write, write_json_atomic
+from vectorworld.sim.config import SessionConfig
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
@@ -72,9 +73,8 @@ def write_report_dir(directory: Path, records: list[dict[str, Any]], episodes: i
     directory = Path(directory)
     summary = summarize_batch(records, episodes, interrupted)
     write_json_atomic(directory / SUMMARY_FILE, summary)
-    tmp = directory / f".{CSV_FILE}.tmp"
-    tmp.write_text(episodes_csv(records))
-    tmp.replace(directory / CSV_FILE)
+    with atomic_write(directory / CSV_FILE) as f:
+        f.write(episodes_csv(records))
     warnings: list[str] = []
     if plots:
         from vectorworld.batch.plots import write_plots

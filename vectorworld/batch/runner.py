@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from vectorworld.batch.backends import Backend, SerialBackend
+from vectorworld.batch.episode import REPORT_VERSION, summarize
 from vectorworld.batch.report_dir import CONFIG_FILE, check_resumable, config_payload, write_report_dir
 from vectorworld.batch.store import EpisodeStore
 from vectorworld.batch.tasks import EpisodeFn, make_tasks
 from vectorworld.errors import ConfigError
-from vectorworld.sim.rollout import REPORT_VERSION, summarize, write_json_atomic
-from vectorworld.sim.session import SessionConfig
+from vectorworld.files import write_json_atomic
+from vectorworld.sim.config import SessionConfig
 
 RecordCallback = Callable[[dict[str, Any]], None]
 

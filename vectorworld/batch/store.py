@@ -12,19 +12,18 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import IO, Any
 
 from vectorworld.errors import ConfigError, DataFormatError
-from vectorworld.sim.rollout import _json_default
+from vectorworld.files import atomic_write, json_default
 
 EPISODES_FILE = "episodes.jsonl"
 
 
 def dump_record(record: dict[str, Any]) -> str:
     """One JSON line (no newline); numpy scalars converted, non-finite floats written as null."""
-    return json.dumps(_finite(record), default=_json_default, allow_nan=False, separators=(",", ":"))
+    return json.dumps(_finite(record), default=json_default, allow_nan=False, separators=(",", ":"))
 
 
 def _finite(value: Any) -> Any:
@@ -109,15 +108,6 @@ class EpisodeStore:
     def compact(self) -> None:
         """Rewrite the file atomically: one record per episode, sorted by index."""
         self.close()
-        fd, tmp = tempfile.mkstemp(prefix=f".{EPISODES_FILE}.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                for index in sorted(self.records):
-                    f.write(dump_record(self.records[index]) + "\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    def sorted_records(self) -> list[dict[str, Any]]:
-        return [self.records[i] for i in sorted(self.records)]
+        with atomic_write(self.path) as f:
+            for index in sorted(self.records):
+                f.write(dump_record(self.records[index]) + "\n")

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vectorworld.sim.rollout import run_episode
-from vectorworld.sim.session import SessionConfig
+from vectorworld.batch.episode import run_episode
+from vectorworld.sim.config import SessionConfig
 
 EpisodeFn = Callable[..., dict[str, Any]]
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import typer
 
-from vectorworld.errors import VectorWorldError
+from vectorworld.errors import ConfigError, VectorWorldError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="VectorWorld: a closed-loop driving simulator that never runs out of road.")
@@ -22,5 +24,16 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+CONFIG_FLAGS = {"target_km": "--km", "seed": "--seed", "npc_policy": "--npc", "planner": "--planner",
+                "generator": "--generator", "max_steps": "--max-steps", "scenario": "--scenario",
+                "nuplan_maps_dir": "--nuplan-maps"}
+"""SessionConfig field -> the flag that sets it (the library's errors name fields; the CLI words them as flags)."""
+_FIELD_WORDS = re.compile(r"\b(" + "|".join(CONFIG_FLAGS) + r")\b")
+
+
 def bad_input(err: VectorWorldError | ValueError) -> typer.Exit:
-    return fail(str(err), 2)
+    """Exit code 2 with the error's message; a config field the message names is worded as its flag."""
+    message = str(err)
+    if isinstance(err, ConfigError) and err.field in CONFIG_FLAGS:
+        message = _FIELD_WORDS.sub(lambda m: CONFIG_FLAGS[m.group(1)], message)
+    return fail(message, 2)

@@ -94,12 +94,11 @@ def register(app: typer.Typer) -> None:
         """Drive closed-loop episodes through a streaming generated world and report metrics."""
         from policies import make_policy
         from policies.ego import load_planner
+        from vectorworld.batch.episode import run_rollouts
+        from vectorworld.files import write_json_atomic
         from vectorworld.generation import make_generator
-        from vectorworld.sim.rollout import run_rollouts, write_json_atomic
-        from vectorworld.sim.session import SessionConfig
+        from vectorworld.sim.config import SessionConfig
 
-        if not math.isfinite(km) or km <= 0:
-            raise fail(f"--km must be a positive finite number, got {km}")
         if episodes < 1:
             raise fail(f"--episodes must be >= 1, got {episodes}")
         check_writable("--out", out)
@@ -198,7 +197,7 @@ def _run_batch(config, episodes: int, backend, out_dir: Path | None, resume: boo
     from vectorworld.batch.runner import run_batch
     from vectorworld.cli.report_command import print_run_table
     from vectorworld.errors import ConfigError
-    from vectorworld.sim.rollout import write_json_atomic
+    from vectorworld.files import write_json_atomic
 
     bar = _EpisodeProgress(episodes)
     try:

@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
             raise fail("the server needs the 'serve' extra: pip install 'vectorworld[serve]'") from err
         from sim_server.config import ServerConfig
         from sim_server.server import serve as run_server
-        from vectorworld.sim.session import SessionConfig
+        from vectorworld.sim.config import SessionConfig
 
         if host not in ("127.0.0.1", "localhost", "::1") and token is None:
             typer.echo(f"warning: binding {host} without --token: anyone who reaches the port can run "

@@ -166,7 +166,7 @@ def _open(recording: Path | None, connect: str | None, session: str | None, toke
         if screenshot is not None:
             return ViewerSession(store, live.title, [])
         return ViewerSession(store, live.title, [], live=live.start())
-    from vectorworld.sim.session import SessionConfig
+    from vectorworld.sim.config import SessionConfig
     from vectorworld.viewer.drive_source import DriveKeys, DriveSource
 
     config = SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc, scenario=scenario,

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -31,6 +30,7 @@ import numpy as np
 from vectorworld.data.scenario import Scenario
 from vectorworld.data.tiles import TileConfig, TileSample, iter_tiles
 from vectorworld.errors import ConfigError, DataFormatError
+from vectorworld.files import atomic_write
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -161,23 +161,11 @@ def stack_samples(samples: list[TileSample], scenarios: list[Scenario], config_h
     return out
 
 
-def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def write_shard(path: Path, arrays: dict[str, np.ndarray], compress: bool = True) -> None:
     """Write a shard atomically (temporary file + rename)."""
     saver = np.savez_compressed if compress else np.savez
-    _atomic_write(path, lambda f: saver(f, **arrays))
+    with atomic_write(path, "wb") as f:
+        saver(f, **arrays)
 
 
 def load_shard(path: str | Path) -> dict[str, np.ndarray]:
@@ -205,7 +193,8 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any]:
 
 def _write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
     path = out_dir / MANIFEST
-    _atomic_write(path, lambda f: f.write(json.dumps(manifest, indent=2, sort_keys=True).encode()))
+    with atomic_write(path) as f:
+        f.write(json.dumps(manifest, indent=2, sort_keys=True))
     return path
 
 

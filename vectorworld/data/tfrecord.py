@@ -39,12 +39,6 @@ class Record:
     payload: bytes
 
 
-def is_gzip(path: str | Path) -> bool:
-    """Whether the file starts with the gzip magic bytes."""
-    with open(path, "rb") as f:
-        return f.read(2) == GZIP_MAGIC
-
-
 @contextmanager
 def open_stream(path: str | Path) -> Iterator[BinaryIO]:
     """Open ``path`` for reading, transparently decompressing gzip. Raises DataFormatError if missing."""

@@ -107,7 +107,8 @@ def session_episode(job: tuple[str, int, float, str, int | None]) -> dict:
 
     The episode does not stop when an NPC touches the ego (the ego's collisions are still reported): every
     policy drives the same distance, so per-km rates compare like with like."""
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     name, seed, km, generator, max_steps = job
     torch_threads_one()

@@ -65,9 +65,8 @@ class TileFrame:
         return geometry.to_global(xy, self.center_xy, self.yaw)
 
     def contains(self, xy: np.ndarray, margin_m: float = 0.0) -> np.ndarray:
-        local = self.to_local(xy)
-        half = self.size_m / 2.0 + margin_m
-        return (np.abs(local[..., 0]) <= half) & (np.abs(local[..., 1]) <= half)
+        """Boolean (...) whether global points (..., 2) lie inside the square (grown by ``margin_m``)."""
+        return geometry.in_square(xy, self.center_xy, self.yaw, self.size_m / 2.0 + margin_m)
 
 
 @dataclass(frozen=True)

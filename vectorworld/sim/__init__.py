@@ -1,1 +1,2 @@
-"""The closed-loop engine: the Session, spawning, metrics, observations, recordings and their wire encoding."""
+"""The closed-loop engine: the Session, its config, spawning, metrics and observations (encodings and
+recordings: :mod:`vectorworld.wire`)."""

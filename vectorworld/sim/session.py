@@ -7,20 +7,19 @@ behind; (3) one batched NPC policy call; (4) the ego command; (5) integrate, com
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from policies import DEFAULT_NPC_POLICY
 from policies.base import Policy, PolicyInput, make_policy
 from policies.ego import EgoPlanner, load_planner, share_idm_core
 from vectorworld import DT_S, geometry
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
 from vectorworld.generation import make_generator
 from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
+from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
 from vectorworld.vehicle.commands import (
@@ -30,10 +29,9 @@ from vectorworld.vehicle.commands import (
     TrajectoryCommand,
     validate_command,
 )
-from vectorworld.vehicle.dynamics import apply_deltas, bicycle_step, track_trajectory
-from vectorworld.world import StreamingWorld, WorldConfig
+from vectorworld.vehicle.dynamics import bicycle_step, track_trajectory
+from vectorworld.world import StreamingWorld
 from vectorworld.world.routes import RouteBook, build_path
-from vectorworld.world.streaming import STRAIGHT_FALLBACK
 
 STUCK_TIMEOUT_S = 20.0
 STUCK_PROGRESS_M = 1.0
@@ -44,47 +42,6 @@ short of an open end, so it would otherwise stand there until removed as stuck).
 """Agents faster than this could be surprised by a junction appearing in front of them (see StreamingWorld)."""
 EGO_LENGTH_M = 4.8
 EGO_WIDTH_M = 2.0
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    """Everything that defines an episode. Same config + same commands -> identical episode."""
-
-    seed: int = 0
-    target_km: float = 1.0
-    generator: str = "procedural"
-    npc_policy: str = DEFAULT_NPC_POLICY
-    planner: str = "idm"
-    agent_capacity: int = 128
-    observation_radius_m: float = 80.0
-    max_steps: int | None = None
-    terminate_on_collision: bool = True
-    ego_start_speed_mps: float = 6.0
-    scenario: str | None = None
-    """Start from a log: ``womd:PATH[#INDEX]`` or ``nuplan:DB[#SCENE]`` (None: a generated world)."""
-    nuplan_maps_dir: str | None = None
-    world: WorldConfig = field(default_factory=WorldConfig)
-
-    def validate(self) -> SessionConfig:
-        if not (isinstance(self.target_km, (int, float)) and math.isfinite(self.target_km)
-                and self.target_km > 0):
-            raise ConfigError(f"--km must be a positive finite number, got {self.target_km}")
-        if self.target_km > 10_000:
-            raise ConfigError(f"--km {self.target_km} is too large (max 10000)")
-        if self.agent_capacity < 1:
-            raise ConfigError(f"agent_capacity must be >= 1, got {self.agent_capacity}")
-        if not (self.observation_radius_m > 0 and math.isfinite(self.observation_radius_m)):
-            raise ConfigError(f"observation_radius_m must be positive, got {self.observation_radius_m}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ConfigError(f"max_steps must be >= 1, got {self.max_steps}")
-        if self.npc_policy == "log-replay" and self.scenario is None:
-            raise ConfigError("--npc log-replay needs a log to replay: add --scenario womd:PATH or nuplan:DB")
-        return self
-
-    @property
-    def step_limit(self) -> int:
-        """Default limit: the target distance at an average of 1 m/s (urban driving with junction waits)."""
-        return self.max_steps or int(math.ceil(self.target_km * 1000.0 / 1.0 / DT_S))
 
 
 class Session:
@@ -103,6 +60,8 @@ class Session:
             from vectorworld.data.sources import load_scenario
 
             self.scenario = load_scenario(config.scenario, nuplan_maps_dir=config.nuplan_maps_dir)
+        self.driver: PolicyDriver | LogReplayDriver = (LogReplayDriver(self.scenario) if self.log_replay
+                                                       else PolicyDriver(self.npc_policy))
         self._reset_state()
 
     # ----------------------------------------------------------------- lifecycle
@@ -214,18 +173,11 @@ class Session:
         before = self.agents
         if command is not None:  # refused before anything moves, so a bad request changes nothing
             command = validate_command(command, before.xy[self.ego_slot])
-        inp = self._policy_input(np.zeros(before.capacity, bool))
+        inp = self.policy_input(np.zeros(before.capacity, bool))
         # NPCs: one batched call. It goes first so that a planning pass the IDM ego planner shares with the
         # IDM NPCs is timed as NPC policy time; both decide from the same state, so the order is free.
-        npc_mask = before.valid.copy()
-        npc_mask[self.ego_slot] = False
         t_npc = time.perf_counter()
-        if self.log_replay:
-            xy, yaw, speed, valid = self._replayed(before)
-        else:
-            deltas = self.npc_policy.act(dataclasses.replace(inp, controlled=npc_mask), self.npc_rng)
-            xy, yaw, speed = apply_deltas(before.xy, before.yaw, before.speed, deltas, DT_S)
-            valid = before.valid
+        xy, yaw, speed, valid = self.driver.move(before, inp, self.ego_slot, self.step_index, self.npc_rng)
         npc_ms = (time.perf_counter() - t_npc) * 1e3
         if command is None:
             command = validate_command(self.planner.plan(inp), before.xy[self.ego_slot])
@@ -265,27 +217,10 @@ class Session:
             accel, steering = command.accel_mps2, command.steering_rad
         return bicycle_step(xy, yaw, speed, accel, steering, DT_S)
 
-    def _replayed(self, before: Agents) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Log replay: every track moves to its logged state of the next step (hidden where invalid)."""
-        sc = self.scenario
-        t = sc.current_index + self.step_index + 1
-        xy, yaw, speed = before.xy.copy(), before.yaw.copy(), before.speed.copy()
-        valid = before.valid.copy()
-        if t >= sc.num_steps:
-            return xy, yaw, speed, valid
-        slots = np.nonzero(np.isin(before.id, sc.tracks.ids) & (np.arange(before.capacity) != self.ego_slot))[0]
-        order = np.argsort(sc.tracks.ids)
-        rows = order[np.searchsorted(sc.tracks.ids, before.id[slots], sorter=order)]
-        xy[slots] = sc.tracks.xy[rows, t]
-        yaw[slots] = sc.tracks.yaw[rows, t]
-        speed[slots] = sc.tracks.speed[rows, t]
-        valid[slots] = sc.tracks.valid[rows, t]
-        return xy, yaw, speed, valid
-
     def _update_end(self, m: StepMetrics) -> None:
         if self.config.terminate_on_collision and m.ego_collided_ids:
             self.end_reason = EndReason.COLLISION
-        elif self.log_replay and self.scenario.current_index + self.step_index + 1 >= self.scenario.num_steps:
+        elif self.driver.log_ended(self.step_index):
             self.end_reason = EndReason.LOG_ENDED
         elif self.metrics.distance_m >= self.config.target_km * 1000.0:
             self.end_reason = EndReason.GOAL_REACHED
@@ -303,7 +238,7 @@ class Session:
                                          a.xy[a.valid & (a.speed > MOVING_MPS)])
         self._tile_ms_step = sum(g.tile.latency_ms for g in new)
         for generated in new:
-            if generated.tile.generator != STRAIGHT_FALLBACK:  # not generated: no latency to report
+            if not generated.tile.fallback:  # not generated: no latency to report
                 self.metrics.tile_ms.append(generated.tile.latency_ms)
             self._pending_tiles.append(generated.tile)
             self._pending_lanes.extend(self.world.graph[lane.id] for lane in generated.content.lanes)
@@ -332,7 +267,7 @@ class Session:
             gone = set(removed)
             far |= np.array([bool(r) and r[0] in gone for r in map(self.routes.get, self.agents.id.tolist())])
         far |= self._at_world_edge()
-        if not self.log_replay:
+        if self.driver.manages_traffic:
             far |= self._stuck()
         self._remove(far)
 
@@ -384,7 +319,7 @@ class Session:
         """(C,) NPCs that reached the open end of their route (the world is not generated beyond it
         because the ego is not heading there): they leave the world instead of blocking the road."""
         out = np.zeros(self.agents.capacity, bool)
-        if self.log_replay:
+        if not self.driver.manages_traffic:
             return out
         graph = self.world.graph
         slots, ends = [], []
@@ -398,7 +333,8 @@ class Session:
         return out
 
     # ----------------------------------------------------------------- views
-    def _policy_input(self, controlled: np.ndarray) -> PolicyInput:
+    def policy_input(self, controlled: np.ndarray) -> PolicyInput:
+        """What a policy or planner sees of the current step, with ``controlled`` (C,) the slots it moves."""
         return PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
                            routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
                            dt_s=DT_S, motion_codes=self.spawns.motion_codes)
@@ -424,7 +360,7 @@ class Session:
 
     def frame(self) -> Frame:
         """The full world state of the current step (for recordings and the debugger)."""
-        policy_of = np.where(self.agents.valid, 2 if self.log_replay else 1, -1).astype(np.int8)
+        policy_of = np.where(self.agents.valid, self.driver.controller, -1).astype(np.int8)
         policy_of[self.ego_slot] = 0
         return Frame(step=self.step_index, sim_time_us=self.step_index * int(DT_S * 1e6),
                      agents=self.agents, ego_slot=self.ego_slot, policy_of=policy_of,

@@ -88,7 +88,8 @@ def session_episode_samples(episode: int, config: SessionCorpusConfig,
                             make_teacher: Callable[[np.random.Generator], Policy],
                             observation: ObservationConfig = ObservationConfig()) -> Samples:
     """Record one Session episode (seed ``config.first_seed + episode``) as samples with that episode id."""
-    from vectorworld.sim.session import Session, SessionConfig
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
 
     seed = config.first_seed + episode
     rng = np.random.default_rng(seed)

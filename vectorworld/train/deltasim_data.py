@@ -15,31 +15,26 @@ import numpy as np
 
 from policies.base import Policy, PolicyInput
 from policies.deltasim.kdisks import body_delta
-from policies.deltasim.observation import Observation, ObservationBuilder, ObservationConfig
+from policies.deltasim.observation import (
+    FEATURE_FIELDS,
+    Observation,
+    ObservationBuilder,
+    ObservationConfig,
+    ObservationFeatures,
+)
 from policies.deltasim.scenes import drive, synthetic_input
 from vectorworld.errors import DataFormatError
 from vectorworld.vehicle.dynamics import apply_deltas
 
-SAMPLE_FIELDS = ("history", "static", "neighbors", "neighbor_mask", "lane_points", "lane_features",
-                 "lane_mask", "route_ahead", "stop", "stop_mask", "motion", "speed", "agent_type", "episode")
+SAMPLE_FIELDS = (*FEATURE_FIELDS, "motion", "speed", "agent_type", "episode")
 
 
 @dataclass(frozen=True)
-class Samples:
-    """M behaviour-cloning samples: the Observation arrays (leading dim M; the junction stop token in
-    ``stop`` / ``stop_mask``) plus motion (M, 3) body-frame (dx, dy, dyaw) over the next step, speed (M,)
-    m/s, agent_type (M,) int8, episode (M,) int64."""
+class Samples(ObservationFeatures):
+    """M behaviour-cloning samples: the feature arrays of the observation (:class:`ObservationFeatures`,
+    leading dim M) plus motion (M, 3) body-frame (dx, dy, dyaw) over the next step, speed (M,) m/s,
+    agent_type (M,) int8, episode (M,) int64."""
 
-    history: np.ndarray
-    static: np.ndarray
-    neighbors: np.ndarray
-    neighbor_mask: np.ndarray
-    lane_points: np.ndarray
-    lane_features: np.ndarray
-    lane_mask: np.ndarray
-    route_ahead: np.ndarray
-    stop: np.ndarray
-    stop_mask: np.ndarray
     motion: np.ndarray
     speed: np.ndarray
     agent_type: np.ndarray
@@ -70,11 +65,9 @@ class Samples:
 def samples_from(obs: Observation, inp: PolicyInput, motion: np.ndarray, episode: int) -> Samples:
     """Samples for the observed slots of one step; ``motion`` (S, 3) is the realised next-step motion."""
     a = inp.agents
-    return Samples(obs.history, obs.static, obs.neighbors, obs.neighbor_mask, obs.lane_points,
-                   obs.lane_features, obs.lane_mask, obs.route_ahead, obs.stop, obs.stop_mask,
-                   motion.astype(np.float32),
-                   a.speed[obs.slots].astype(np.float32), a.agent_type[obs.slots].astype(np.int8),
-                   np.full(obs.size, episode, np.int64))
+    return Samples(**{f: getattr(obs, f) for f in FEATURE_FIELDS}, motion=motion.astype(np.float32),
+                   speed=a.speed[obs.slots].astype(np.float32), agent_type=a.agent_type[obs.slots].astype(np.int8),
+                   episode=np.full(obs.size, episode, np.int64))
 
 
 def rollout_samples(inp: PolicyInput, teacher: Policy, rng: np.random.Generator, steps: int, episode: int,

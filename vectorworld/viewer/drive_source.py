@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Frame
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.session import Session
 from vectorworld.vehicle.commands import ControlCommand
 from vectorworld.viewer.frame_store import FrameStore
 from vectorworld.world.routes import build_path

@@ -26,7 +26,7 @@ class LoadedRecording:
 
 def open_recording(path: str | os.PathLike[str]) -> LoadedRecording:
     """Read ``path`` into a :class:`FrameStore`. Raises RecordingError for unusable files."""
-    from vectorworld.sim.recording import read_recording
+    from vectorworld.wire.recording import read_recording
 
     path = Path(path)
     if path.is_dir():

@@ -154,11 +154,6 @@ class RouteBook:
         lane_id, _ = graph.nearest(xy, yaw, radius_m=8.0)
         route[:] = [lane_id] if lane_id >= 0 else []
 
-    def retain(self, agent_ids: set[int]) -> None:
-        for agent_id in list(self.routes):
-            if agent_id not in agent_ids:
-                self.drop(agent_id)
-
 
 def _prune(route: list[int], graph: LaneGraph) -> None:
     """Drop retired lanes at the start of a route, and cut it at the first retired lane after that."""

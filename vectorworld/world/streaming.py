@@ -27,6 +27,7 @@ from vectorworld.generation.base import (
 )
 from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph, LaneType, Tile
 from vectorworld.world.drivable import DrivableGrid
+from vectorworld.world.ports import PortBook, any_within
 
 
 @dataclass(frozen=True)
@@ -67,14 +68,7 @@ class StreamingWorld:
         self.lane_ids = IdAllocator()
         self.tile_ids = IdAllocator()
         self.fallback_tiles = 0
-        self._exhausted_ports: set[int] = set()
-        self._attempts: dict[int, int] = {}
-        # The last look that found no open port: graph version, route end, ego xy, first deferral to end.
-        self._quiet: tuple[int, int | None, np.ndarray, float] | None = None
-        self._calls = 0  # ensure_coverage calls (the clock of deferrals)
-        # Port lane id -> (call from which it may be tried again, where its last tile met traffic (P, 2)).
-        self._deferred: dict[int, tuple[int, np.ndarray]] = {}
-        self._surprise_at = np.zeros((0, 2))  # meeting points of the last tile refused by _commit
+        self.ports = PortBook()
 
     # ----------------------------------------------------------------- building
     def start(self, center_xy: np.ndarray | None = None, yaw: float = 0.0) -> GeneratedTile:
@@ -82,7 +76,9 @@ class StreamingWorld:
         frame = TileFrame(np.zeros(2) if center_xy is None else np.asarray(center_xy, float), yaw)
         t0 = time.perf_counter()
         content = self.generator.first_tile(frame, self.lane_ids, self.rng)
-        return self._commit(frame, content, (time.perf_counter() - t0) * 1e3)
+        first = self._commit(frame, content, (time.perf_counter() - t0) * 1e3)
+        assert isinstance(first, GeneratedTile)  # nothing moves yet: nothing to surprise
+        return first
 
     def add_known_map(self, lanes: Sequence[Lane], spacing_m: float = 1.0) -> None:
         """Add lanes from a real map (a log) as already-known world, outside any tile.
@@ -108,20 +104,14 @@ class StreamingWorld:
         every agent (new agents are not spawned onto them); moving_xy (K, 2): the agents in motion -- a tile
         whose road would cut across another road near one of them is deferred (see ``_commit``).
         """
-        self._calls += 1
-        quiet = self._quiet
-        if (quiet is not None and quiet[0] == self.graph.version and quiet[1] == route_end_lane
-                and np.linalg.norm(quiet[2] - ego_xy) < REQUERY_M and self._calls < quiet[3]):
+        self.ports.tick()
+        if self.ports.still_quiet(self.graph.version, route_end_lane, ego_xy, REQUERY_M):
             return []  # nothing new within reach since the last look, and no deferral is over
         new: list[GeneratedTile] = []
         for _ in range(self.config.max_tiles_per_update):
             port = self._next_port(ego_xy, ego_yaw, route_end_lane, moving_xy)
             if port is None:
-                # Deferrals over by now belong to ports out of reach (those in reach were just renewed or
-                # cleared): forget them, and wake up for the first one still running.
-                self._deferred = {k: v for k, v in self._deferred.items() if v[0] > self._calls}
-                wake = min((until for until, _ in self._deferred.values()), default=np.inf)
-                self._quiet = (self.graph.version, route_end_lane, np.array(ego_xy, float), wake)
+                self.ports.remember_quiet(self.graph.version, route_end_lane, ego_xy)
                 break
             new.extend(self._generate_at(port, agents_xy, moving_xy))
         return new
@@ -136,7 +126,7 @@ class StreamingWorld:
         lane = self.graph[open_ends[int(rng.integers(len(open_ends)))]]
         xy, yaw = lane.end_pose
         made = self.ensure_coverage(xy - 10.0 * np.array([np.cos(yaw), np.sin(yaw)]), yaw, lane.id, np.zeros((0, 2)))
-        return [g for g in made if g.tile.generator != STRAIGHT_FALLBACK]
+        return [g for g in made if not g.tile.fallback]
 
     def retire(self, ego_xy: np.ndarray) -> list[int]:
         """Drop tiles (and their lanes) farther than ``retention_m``; return the removed lane ids."""
@@ -158,9 +148,7 @@ class StreamingWorld:
                 self.drivable.remove(lane_id)
             self.graph.remove(gone)
             removed.extend(gone)
-            for lane_id in reopened.union(gone):
-                self._attempts.pop(lane_id, None)
-                self._exhausted_ports.discard(lane_id)
+            self.ports.reopen(reopened.union(gone))
         return removed
 
     # ----------------------------------------------------------------- ports
@@ -183,7 +171,8 @@ class StreamingWorld:
                    moving_xy: np.ndarray | None = None) -> Port | None:
         lookahead = self.config.lookahead_m
         candidates = [p for p in self.open_ports(ego_xy, lookahead) if p.is_out and p.lane_id not in
-                      self._exhausted_ports and not self._still_deferred(p.lane_id, moving_xy)]
+                      self.ports.dead_ends
+                      and not self.ports.waits(p.lane_id, moving_xy, SURPRISE_RADIUS_M, DEFER_CALLS)]
         if not candidates:
             return None
         for port in candidates:
@@ -195,21 +184,6 @@ class StreamingWorld:
             return None
         return min(ahead, key=lambda p: (float(np.linalg.norm(p.xy - ego_xy)), p.lane_id))
 
-    def _still_deferred(self, lane_id: int, moving_xy: np.ndarray | None) -> bool:
-        """Whether a deferred port must wait on: its time is not up, or traffic is still moving where its
-        last tile met another road (generating again would only be refused again)."""
-        entry = self._deferred.get(lane_id)
-        if entry is None:
-            return False
-        until, points = entry
-        if until > self._calls:
-            return True
-        if moving_xy is not None and _any_within(points, moving_xy, SURPRISE_RADIUS_M):
-            self._deferred[lane_id] = (self._calls + DEFER_CALLS, points)
-            return True
-        del self._deferred[lane_id]
-        return False
-
     def _generate_at(self, port: Port, agents_xy: np.ndarray, moving_xy: np.ndarray | None) -> list[GeneratedTile]:
         """The generated tile, followed by any straight continuation of a port it failed again; nothing
         (and the port deferred) if the tile would surprise traffic."""
@@ -217,7 +191,7 @@ class StreamingWorld:
         radius = TILE_SIZE_M / np.sqrt(2.0) + self.config.port_margin_m
         ports = tuple(p for p in self.open_ports(port.xy, radius)
                       if frame.contains(p.xy, self.config.port_margin_m)
-                      and p.lane_id not in self._exhausted_ports)
+                      and p.lane_id not in self.ports.dead_ends)
         near_agents = agents_xy[np.linalg.norm(agents_xy - port.xy, axis=-1) < radius + 20.0] \
             if len(agents_xy) else np.zeros((0, 2))
         request = TileRequest(frame=frame, ports=ports, graph=self.graph, lane_ids=self.lane_ids,
@@ -226,8 +200,8 @@ class StreamingWorld:
         content = self.generator.generate(request)
         latency_ms = (time.perf_counter() - t0) * 1e3
         tile = self._commit(frame, content, latency_ms, moving_xy=moving_xy)
-        if tile is None:
-            self._deferred[port.lane_id] = (self._calls + DEFER_CALLS, self._surprise_at)
+        if isinstance(tile, Refused):
+            self.ports.defer(port.lane_id, tile.surprise_at, DEFER_CALLS)
             return []
         generated = [tile]
         # A port the generator could not continue would be asked for again forever: remember it. Ports
@@ -239,22 +213,22 @@ class StreamingWorld:
             inside = bool(frame.contains(p.xy, -1.0))
             if not (still_open and (p.lane_id == port.lane_id or inside)):
                 continue
-            attempts = self._attempts[p.lane_id] = self._attempts.get(p.lane_id, 0) + 1
+            attempts = self.ports.count_attempt(p.lane_id)
             if attempts == self.config.attempts_per_port and p.is_out:
                 straight = self._extend_straight(p, moving_xy)
-                if straight is not None:
+                if isinstance(straight, GeneratedTile):
                     generated.append(straight)
                 else:  # it would surprise traffic: try again later
-                    self._attempts[p.lane_id] -= 1
-                    self._deferred[p.lane_id] = (self._calls + DEFER_CALLS, self._surprise_at)
+                    self.ports.undo_attempt(p.lane_id)
+                    self.ports.defer(p.lane_id, straight.surprise_at, DEFER_CALLS)
             elif attempts > self.config.attempts_per_port:
-                self._exhausted_ports.add(p.lane_id)
+                self.ports.dead_ends.add(p.lane_id)
         return generated
 
-    def _extend_straight(self, port: Port, moving_xy: np.ndarray | None) -> GeneratedTile | None:
+    def _extend_straight(self, port: Port, moving_xy: np.ndarray | None) -> GeneratedTile | Refused:
         """Last resort for an out port the generator could not continue: a straight lane of
         ``straight_fallback_m`` along the port heading, so the world rarely runs out of road; generation
-        resumes from its end. None if even that would cut across another tile's road next to traffic."""
+        resumes from its end. Refused if even that would cut across another tile's road next to traffic."""
         length = self.config.straight_fallback_m
         steps = np.linspace(0.0, length, int(length // 2.0) + 1)
         points = port.xy + steps[:, None] * np.array([np.cos(port.yaw), np.sin(port.yaw)])
@@ -262,11 +236,12 @@ class StreamingWorld:
         content = TileContent(lanes=(lane,), links=((port.lane_id, lane.id),), agents=AgentSpawns.none(),
                               used_fallback=True)
         return self._commit(TileFrame((port.xy + points[-1]) / 2.0, port.yaw), content, 0.0, STRAIGHT_FALLBACK,
-                            moving_xy)
+                            moving_xy, straight=True)
 
     def _commit(self, frame: TileFrame, content: TileContent, latency_ms: float,
-                generator_name: str | None = None, moving_xy: np.ndarray | None = None) -> GeneratedTile | None:
-        """Add a tile's lanes and links to the world; None (and nothing added) if a new lane would cut across
+                generator_name: str | None = None, moving_xy: np.ndarray | None = None,
+                straight: bool = False) -> GeneratedTile | Refused:
+        """Add a tile's lanes and links to the world; Refused (and nothing added) if a new lane would cut across
         another tile's road within ``SURPRISE_RADIUS_M`` of a moving agent (``moving_xy`` (K, 2)): a junction
         appearing under traffic already committed to its lanes is a crash nobody could avoid, so the port is
         deferred instead. Farther away (or with nobody moving near), the crossing becomes a junction."""
@@ -278,16 +253,18 @@ class StreamingWorld:
                 self.graph.connect(a, b)
         new_ids = [lane.id for lane in lanes]
         crossings = self._unconnected_crossings(new_ids)
-        if moving_xy is not None and self._surprises(crossings, moving_xy):
-            self.graph.remove(new_ids)
-            return None
+        if moving_xy is not None:
+            surprise_at = self._surprises(crossings, moving_xy)
+            if len(surprise_at):
+                self.graph.remove(new_ids)
+                return Refused(surprise_at)
         self.tile_ids()
         for lane in lanes:
             self.drivable.add(lane)
         self._mark_crossings(new_ids, crossings)
         name = generator_name or (self.generator.name if not content.used_fallback else "procedural-fallback")
         tile = Tile(id=tile_id, center_xy=frame.center_xy, yaw=float(frame.yaw), order=tile_id, generator=name,
-                    lane_ids=tuple(new_ids), latency_ms=latency_ms)
+                    lane_ids=tuple(new_ids), latency_ms=latency_ms, fallback=straight)
         self.fallback_tiles += int(content.used_fallback)
         self.tiles[tile_id] = tile
         return GeneratedTile(tile, content)
@@ -317,16 +294,16 @@ class StreamingWorld:
             pairs.append((la, lb))
         return pairs
 
-    def _surprises(self, crossings: list[tuple[Lane, Lane]], agents_xy: np.ndarray) -> bool:
-        """Whether one of the ``crossings`` joins two tiles' roads (or a tile's and the known map's) near one of
-        the agents; the meeting points are kept in ``_surprise_at``."""
+    def _surprises(self, crossings: list[tuple[Lane, Lane]], agents_xy: np.ndarray) -> np.ndarray:
+        """Where ``crossings`` join two tiles' roads (or a tile's and the known map's), (P, 2): all the meeting
+        points if one of them is near one of the agents, else none (0, 2)."""
         import shapely
 
         meets = [np.asarray(shapely.shortest_line(shapely.LineString(la.points),
                                                   shapely.LineString(lb.points)).coords).mean(0)
                  for la, lb in crossings if la.tile_id != lb.tile_id] if len(agents_xy) else []
-        self._surprise_at = np.array(meets).reshape(-1, 2)
-        return _any_within(self._surprise_at, agents_xy, SURPRISE_RADIUS_M)
+        points = np.array(meets).reshape(-1, 2)
+        return points if any_within(points, agents_xy, SURPRISE_RADIUS_M) else np.zeros((0, 2))
 
     def _mark_crossings(self, new_ids: Sequence[int], crossings: list[tuple[Lane, Lane]] | None = None,
                         max_length_m: float = 120.0) -> None:
@@ -352,16 +329,17 @@ class StreamingWorld:
     @property
     def dead_ends(self) -> set[int]:
         """Lanes ending in an open end the generator could not continue."""
-        return self._exhausted_ports
+        return self.ports.dead_ends
 
-    def lane_distance(self, xy: np.ndarray) -> float:
-        """Distance (m) from ``xy`` to the nearest lane centreline within 10 m (inf if none)."""
-        best = np.inf
-        for lane_id in self.graph.near(xy, 10.0):
-            lane = self.graph[lane_id]
-            d = geometry.point_segment_distance(xy[None], lane.points[:-1], lane.points[1:]).min()
-            best = min(best, float(d))
-        return best
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A tile the world did not add: one of its lanes would cut across another tile's road next to moving
+    traffic. ``surprise_at`` (P, 2) m: where its lanes met the other roads (the port waits until no one
+    moving is near them)."""
+
+    surprise_at: np.ndarray
 
 
 DEFER_CALLS = 20
@@ -374,14 +352,6 @@ STRAIGHT_FALLBACK = "straight-fallback"
 """Generator name of the straight lanes that continue a port no generator could continue."""
 CLOSE_PASS_M = 2.5
 """Centrelines closer than this (less than a lane width) that are not connected pass through one junction."""
-
-
-def _any_within(points: np.ndarray, others: np.ndarray, radius_m: float) -> bool:
-    """Whether any of ``others`` (M, 2) lies within ``radius_m`` of any of ``points`` (P, 2)."""
-    if len(points) == 0 or len(others) == 0:
-        return False
-    delta = points[:, None] - others[None]
-    return bool((np.einsum("pmk,pmk->pm", delta, delta) < radius_m * radius_m).any())
 
 
 def _related(la: Lane, lb: Lane) -> bool:

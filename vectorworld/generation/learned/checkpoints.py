@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from vectorworld.checkpoints import read_sidecar, read_weights, write_checkpoint
 from vectorworld.errors import CheckpointError
 
 FORMAT = "vectorworld-generator"
@@ -23,44 +24,27 @@ CONFIG_FILE = "config.json"
 
 def save_checkpoint(folder: str | Path, modules: dict[str, nn.Module], config: dict[str, object]) -> Path:
     """Write the modules' weights (float32) and ``config`` (JSON-serialisable) to ``folder``."""
-    from safetensors.torch import save_file
-
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     tensors = {f"{name}.{key}": value.detach().to("cpu", torch.float32).contiguous()
                for name, module in modules.items() for key, value in module.state_dict().items()}
-    save_file(tensors, str(folder / WEIGHTS_FILE))
     meta = {"format": FORMAT, "version": VERSION, "modules": sorted(modules), **config}
-    (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
+    write_checkpoint(folder / WEIGHTS_FILE, tensors, folder / CONFIG_FILE, json.dumps(meta, indent=2, sort_keys=True))
     return folder
 
 
 def read_config(folder: str | Path) -> dict[str, object]:
     """The checkpoint's JSON config; CheckpointError if missing, unparsable or of another format."""
     path = Path(folder) / CONFIG_FILE
-    try:
-        meta = json.loads(path.read_text())
-    except FileNotFoundError as err:
-        raise CheckpointError(f"checkpoint config not found: {path}") from err
-    except (OSError, ValueError) as err:
-        raise CheckpointError(f"checkpoint config {path} is not valid JSON: {err}") from err
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
+    meta = read_sidecar(path)
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise CheckpointError(f"{path} is not a {FORMAT} v{VERSION} checkpoint config")
     return meta
 
 
 def load_weights(folder: str | Path, modules: dict[str, nn.Module]) -> None:
     """Load weights into ``modules`` (strict: every key present with the right shape, nothing extra)."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     path = Path(folder) / WEIGHTS_FILE
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint weights not found: {path}")
-    try:
-        tensors = load_file(str(path))
-    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-        raise CheckpointError(f"checkpoint weights {path} are corrupt: {err}") from err
+    tensors = read_weights(path)
     for name, module in modules.items():
         prefix = f"{name}."
         state = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}

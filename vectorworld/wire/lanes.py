@@ -23,17 +23,18 @@ from dataclasses import dataclass
 
 from vectorworld.errors import DataFormatError
 from vectorworld.scene import Lane
-from vectorworld.sim.wire_format import _LEN, _VARINT, _tag, _varint, lane_from_proto, lane_to_proto
 from vectorworld.v1 import world_pb2
+from vectorworld.wire.raw import lane_from_proto, lane_to_proto
+from vectorworld.wire.varint import LEN, VARINT, encode_varint, field_tag
 
 DELTA = world_pb2.LANE_DELIVERY_DELTA
 FULL = world_pb2.LANE_DELIVERY_FULL
 _OBSERVATION = world_pb2.Observation.DESCRIPTOR.fields_by_name
 LANES_FIELD = _OBSERVATION["lanes"].number
-_DELIVERY_FULL = _tag(_OBSERVATION["lane_delivery"].number, _VARINT) + _varint(FULL)
-_DELIVERY_DELTA = _tag(_OBSERVATION["lane_delivery"].number, _VARINT) + _varint(DELTA)
-_IDS_TAG = _tag(_OBSERVATION["lane_ids"].number, _LEN)
-_BASE_STEP_TAG = _tag(_OBSERVATION["lane_base_step"].number, _VARINT)
+_DELIVERY_FULL = field_tag(_OBSERVATION["lane_delivery"].number, VARINT) + encode_varint(FULL)
+_DELIVERY_DELTA = field_tag(_OBSERVATION["lane_delivery"].number, VARINT) + encode_varint(DELTA)
+_IDS_TAG = field_tag(_OBSERVATION["lane_ids"].number, LEN)
+_BASE_STEP_TAG = field_tag(_OBSERVATION["lane_base_step"].number, VARINT)
 
 
 class _LaneWireCache:
@@ -52,7 +53,7 @@ class _LaneWireCache:
         if entry is not None and entry[0]() is lane:
             return entry[1]
         data = lane_to_proto(lane).SerializeToString()
-        data = _varint(len(data)) + data
+        data = encode_varint(len(data)) + data
         entries = self._entries
 
         def forget(ref: weakref.ref[Lane]) -> None:
@@ -72,7 +73,7 @@ _LANE_WIRE = _LaneWireCache()
 def lanes_to_wire(lanes: Sequence[Lane], field_number: int) -> bytes:
     """The wire bytes of ``lanes`` as entries of the repeated ``Lane`` field ``field_number`` of the
     enclosing message (merge them with ``MergeFromString``); each lane is serialized once in its life."""
-    tag, cache = _tag(field_number, _LEN), _LANE_WIRE
+    tag, cache = field_tag(field_number, LEN), _LANE_WIRE
     return tag + tag.join([cache.get(lane) for lane in lanes]) if lanes else b""
 
 
@@ -112,13 +113,13 @@ class LaneDelta:
 def _delta_wire(lanes: Sequence[Lane], ids_wire: bytes, base_step: int) -> bytes:
     """Observation fields of a DELTA: the lanes sent, lane_delivery, lane_ids (packed, given), lane_base_step."""
     return (lanes_to_wire(lanes, LANES_FIELD) + _DELIVERY_DELTA + ids_wire
-            + _BASE_STEP_TAG + _varint(base_step & ((1 << 64) - 1)))
+            + _BASE_STEP_TAG + encode_varint(base_step & ((1 << 64) - 1)))
 
 
 def _ids_wire(ids: Sequence[int]) -> bytes:
     """The packed ``lane_ids`` field."""
-    data = b"".join([_varint(i) for i in ids])
-    return _IDS_TAG + _varint(len(data)) + data
+    data = b"".join([encode_varint(i) for i in ids])
+    return _IDS_TAG + encode_varint(len(data)) + data
 
 
 class LaneDeltaEncoder:

@@ -18,9 +18,9 @@ import numpy as np
 
 from vectorworld.errors import DataFormatError
 from vectorworld.scene import Agents
-from vectorworld.sim.wire_format import agents_from_proto
-from vectorworld.sim.wire_table import HeldHistories, agents_from_table, rows_of
 from vectorworld.v1 import world_pb2
+from vectorworld.wire.raw import agents_from_proto
+from vectorworld.wire.table import HeldHistories, agents_from_table, rows_of
 
 HISTORY_FULL, HISTORY_DELTA = world_pb2.HISTORY_DELIVERY_FULL, world_pb2.HISTORY_DELIVERY_DELTA
 
@@ -62,7 +62,7 @@ class HistoryDeltaEncoder:
 
     Call :meth:`encode` for every observation the session sends from CreateSession, Step and StreamSession,
     in step order and under the session's lock (GetSession's complete observations do not go through it),
-    exactly as :class:`~vectorworld.sim.wire_lanes.LaneDeltaEncoder`. A row's history is omitted only when
+    exactly as :class:`~vectorworld.wire.lanes.LaneDeltaEncoder`. A row's history is omitted only when
     its id was in the previous observation and its history equals that one shifted by one step with the
     row's current state (x, y, yaw, speed), valid, as the newest entry, bit for bit (-0.0 is not 0.0, a NaN
     equals only the same NaN): exactly what the client rebuilds."""
@@ -112,7 +112,7 @@ class AgentHistoryCache:
 
     Holds its own copy of the latest observation's ids and histories (a planner may edit the arrays it was
     handed). One per session, fed every observation in step order (the server's step order is the decode
-    order), like :class:`~vectorworld.sim.wire_lanes.LaneDecodeCache`."""
+    order), like :class:`~vectorworld.wire.lanes.LaneDecodeCache`."""
 
     def __init__(self) -> None:
         self._held: tuple[int, HeldHistories] | None = None

@@ -1,6 +1,6 @@
 """The wire format of the hot paths: lane, tile and agent messages built and read in bulk (see "raw
-wire format" below). :mod:`vectorworld.sim.wire_lanes` caches and delta-encodes lanes on top of these;
-:mod:`vectorworld.sim.wire` builds every other message.
+wire format" below). :mod:`vectorworld.wire.lanes` caches and delta-encodes lanes on top of these;
+:mod:`vectorworld.wire.codec` builds every other message.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import numpy as np
 from vectorworld.errors import ConfigError, DataFormatError
 from vectorworld.scene import HISTORY_STEPS, Agents, AgentType, Lane, LaneType, Tile
 from vectorworld.v1 import world_pb2
+from vectorworld.wire.varint import I32, I64, LEN, VARINT, encode_varint, field_tag, read_varint
+from vectorworld.world.streaming import STRAIGHT_FALLBACK
 
 # Frame.policy_of codes (0 ego, 1 NPC policy, 2 log replay) <-> Controller.
 _CONTROLLER_TO_WIRE = {0: world_pb2.CONTROLLER_EGO, 1: world_pb2.CONTROLLER_NPC_POLICY,
@@ -33,7 +35,7 @@ def polyline_to_wire(points: np.ndarray, field_number: int) -> bytes:
     """The wire bytes of ``points`` ((P, 2) m) as the Polyline field ``field_number`` of the enclosing message
     (merge them with ``MergeFromString``); nothing for an empty polyline (the field stays unset)."""
     body = _polyline_body(points)
-    return _tag(field_number, _LEN) + _varint(len(body)) + body if body else b""
+    return field_tag(field_number, LEN) + encode_varint(len(body)) + body if body else b""
 
 
 def _polyline_body(points: np.ndarray) -> bytes:
@@ -41,7 +43,7 @@ def _polyline_body(points: np.ndarray) -> bytes:
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
     if not len(pts):
         return b""
-    size = _varint(8 * len(pts))
+    size = encode_varint(8 * len(pts))
     return b"".join((_POLYLINE_X, size, pts[:, 0].astype("<f8").tobytes(),
                      _POLYLINE_Y, size, pts[:, 1].astype("<f8").tobytes()))
 
@@ -99,9 +101,10 @@ def tile_to_proto(tile: Tile, out: world_pb2.Tile | None = None) -> world_pb2.Ti
 
 
 def tile_from_proto(msg: world_pb2.Tile, latency_ms: float = 0.0) -> Tile:
+    """The Tile; the wire names the straight fallback by its generator (``Tile.fallback`` is not sent)."""
     return Tile(id=msg.id, center_xy=np.array([msg.center_x_m, msg.center_y_m]), yaw=msg.yaw_rad,
                 order=msg.order, generator=msg.generator, lane_ids=tuple(msg.lane_ids),
-                latency_ms=latency_ms, size_m=msg.size_m)
+                latency_ms=latency_ms, size_m=msg.size_m, fallback=msg.generator == STRAIGHT_FALLBACK)
 
 
 # --------------------------------------------------------------------------- raw wire format
@@ -111,29 +114,10 @@ def tile_from_proto(msg: world_pb2.Tile, latency_ms: float = 0.0) -> Tile:
 # numpy records (every field written, zeros included, varints padded to 10 bytes: all valid encodings
 # that parse to the same message, whose own serialization is then canonical), lanes as bytes cached per
 # immutable lane object. Decoding reads agents in bulk (rows of scalars, histories from the canonical
-# serialization's tail) and reuses unchanged lanes. tests/sim_server/test_wire_codec.py checks both
+# serialization's tail) and reuses unchanged lanes. tests/wire/test_codec.py checks both
 # directions against field-by-field construction with the protobuf API. Cheaper still, per session:
-# agents as one table of packed columns (wire_table.py) and lanes as deltas (wire_lanes.py).
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
-
-
-@functools.lru_cache(maxsize=4096)
-def _varint(value: int) -> bytes:
-    """Base-128 varint of an int64 (negative values as their 10-byte two's complement)."""
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _tag(field_number: int, wire_type: int) -> bytes:
-    return _varint(field_number << 3 | wire_type)
-
-
-_POLYLINE_X, _POLYLINE_Y = _tag(1, _LEN), _tag(2, _LEN)
+# agents as one table of packed columns (table.py) and lanes as deltas (lanes.py).
+_POLYLINE_X, _POLYLINE_Y = field_tag(1, LEN), field_tag(2, LEN)
 
 
 def length_delimited_spans(data: bytes | bytearray) -> dict[int, tuple[int, int]]:
@@ -144,16 +128,16 @@ def length_delimited_spans(data: bytes | bytearray) -> dict[int, tuple[int, int]
     pos, end = 0, len(data)
     try:
         while pos < end:
-            key, pos = _read_varint(data, pos)
+            key, pos = read_varint(data, pos)
             wire_type = key & 7
-            if wire_type == _LEN:
-                size, pos = _read_varint(data, pos)
+            if wire_type == LEN:
+                size, pos = read_varint(data, pos)
                 out[key >> 3] = (pos, size)
                 pos += size
-            elif wire_type == _VARINT:
-                pos = _read_varint(data, pos)[1]
-            elif wire_type in (_I64, _I32):
-                pos += 8 if wire_type == _I64 else 4
+            elif wire_type == VARINT:
+                pos = read_varint(data, pos)[1]
+            elif wire_type in (I64, I32):
+                pos += 8 if wire_type == I64 else 4
             else:
                 raise DataFormatError(f"unsupported protobuf wire type {wire_type} at byte {pos}")
     except IndexError:
@@ -161,21 +145,6 @@ def length_delimited_spans(data: bytes | bytearray) -> dict[int, tuple[int, int]
     if pos != end:
         raise DataFormatError("truncated protobuf message")
     return out
-
-
-def _read_varint(data: bytes | bytearray, pos: int) -> tuple[int, int]:
-    """(value, position after it) of the varint at ``pos``."""
-    byte = data[pos]
-    if byte < 0x80:
-        return byte, pos + 1
-    value, shift = 0, 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
 
 
 _HISTORY_FIELDS = ("history_x_m", "history_y_m", "history_yaw_rad", "history_speed_mps")
@@ -208,9 +177,9 @@ def _layout(items: list[_Item]) -> tuple[np.dtype, np.ndarray]:
 
 def _history_items(steps: int) -> list[_Item]:
     """Agent fields 7-11 (packed history arrays of ``steps`` entries) as written canonically."""
-    items: list[_Item] = [(name, _tag(number, _LEN) + _varint(8 * steps), ("<f8", (steps,)))
+    items: list[_Item] = [(name, field_tag(number, LEN) + encode_varint(8 * steps), ("<f8", (steps,)))
                           for number, name in zip((7, 8, 9, 10), _HISTORY_FIELDS, strict=True)]
-    return items + [("history_valid", _tag(11, _LEN) + _varint(steps), ("u1", (steps,)))]
+    return items + [("history_valid", field_tag(11, LEN) + encode_varint(steps), ("u1", (steps,)))]
 
 
 @functools.lru_cache(maxsize=64)
@@ -218,17 +187,17 @@ def _agent_layout(field_number: int, steps: int, with_slot: bool) -> tuple[np.dt
     """A fixed-size record holding one whole ``Agent`` entry of the repeated field ``field_number``: its
     tag and length, then every field (zeros included; varints padded to 10 bytes). ``steps``: history
     length (0: no history fields); ``with_slot``: also slot and controller (frames)."""
-    pose = _tag(3, _LEN) + _varint(27) + _tag(1, _I64)
-    body: list[_Item] = [("id", _tag(1, _VARINT), _VARINT10), ("agent_type", _tag(2, _VARINT), _VARINT10),
-                         ("x", pose, _F8), ("y", _tag(2, _I64), _F8), ("yaw", _tag(3, _I64), _F8),
-                         ("speed", _tag(4, _I64), _F8), ("length", _tag(5, _I64), _F8),
-                         ("width", _tag(6, _I64), _F8)]
+    pose = field_tag(3, LEN) + encode_varint(27) + field_tag(1, I64)
+    body: list[_Item] = [("id", field_tag(1, VARINT), _VARINT10), ("agent_type", field_tag(2, VARINT), _VARINT10),
+                         ("x", pose, _F8), ("y", field_tag(2, I64), _F8), ("yaw", field_tag(3, I64), _F8),
+                         ("speed", field_tag(4, I64), _F8), ("length", field_tag(5, I64), _F8),
+                         ("width", field_tag(6, I64), _F8)]
     if steps:
         body += _history_items(steps)
     if with_slot:
-        body += [("slot", _tag(12, _VARINT), _VARINT10), ("controller", _tag(13, _VARINT), _VARINT10)]
+        body += [("slot", field_tag(12, VARINT), _VARINT10), ("controller", field_tag(13, VARINT), _VARINT10)]
     size = _layout(body)[0].itemsize
-    return _layout([("entry", _tag(field_number, _LEN) + _varint(size), None), *body])
+    return _layout([("entry", field_tag(field_number, LEN) + encode_varint(size), None), *body])
 
 
 def agents_to_wire(agents: Agents, slots: Sequence[int] | np.ndarray, field_number: int,
@@ -271,7 +240,7 @@ def agents_to_proto(agents: Agents, slots: Sequence[int], out: Any, include_hist
     out.extend(holder.agents)
 
 
-_AGENT_TYPES = np.array(sorted(AgentType._value2member_map_), np.int64)
+AGENT_TYPES = np.array(sorted(AgentType._value2member_map_), np.int64)
 _AGENT_ROW = np.dtype([("id", "<i8"), ("agent_type", "<i8"), ("x", "<f8"), ("y", "<f8"), ("yaw", "<f8"),
                        ("speed", "<f8"), ("length", "<f8"), ("width", "<f8")])
 
@@ -299,7 +268,7 @@ def agents_from_proto(msgs: Sequence[world_pb2.Agent], capacity: int | None = No
                      for a in msgs for p in (a.pose,)], _AGENT_ROW)
     out.id[slots], out.valid[slots] = rows["id"], True
     types = rows["agent_type"]
-    known = _AGENT_TYPES[np.minimum(np.searchsorted(_AGENT_TYPES, types), len(_AGENT_TYPES) - 1)] == types
+    known = AGENT_TYPES[np.minimum(np.searchsorted(AGENT_TYPES, types), len(AGENT_TYPES) - 1)] == types
     out.agent_type[slots] = np.where(known, types, 0)
     out.xy[slots, 0], out.xy[slots, 1], out.yaw[slots] = rows["x"], rows["y"], rows["yaw"]
     out.speed[slots], out.length[slots], out.width[slots] = rows["speed"], rows["length"], rows["width"]

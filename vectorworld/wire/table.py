@@ -18,16 +18,17 @@ import numpy as np
 
 from vectorworld.errors import ConfigError, DataFormatError
 from vectorworld.scene import HISTORY_STEPS, Agents
-from vectorworld.sim.wire_format import _AGENT_TYPES, _LEN, _VARINT, _tag, _varint, length_delimited_spans
 from vectorworld.v1 import world_pb2
+from vectorworld.wire.raw import AGENT_TYPES, length_delimited_spans
+from vectorworld.wire.varint import LEN, VARINT, encode_varint, field_tag
 
 _FIELDS = world_pb2.AgentTable.DESCRIPTOR.fields_by_name
 _COLUMNS = ("x_m", "y_m", "yaw_rad", "speed_mps", "length_m", "width_m")
-_TAGS = {name: _tag(_FIELDS[name].number, _LEN) for name in (*_COLUMNS, "id", "agent_type", "history",
+_TAGS = {name: field_tag(_FIELDS[name].number, LEN) for name in (*_COLUMNS, "id", "agent_type", "history",
                                                               "history_valid", "history_sent")}
-_HISTORY_STEPS_TAG = _tag(_FIELDS["history_steps"].number, _VARINT)
+_HISTORY_STEPS_TAG = field_tag(_FIELDS["history_steps"].number, VARINT)
 _NUMBERS = {name: f.number for name, f in _FIELDS.items()}
-_TYPE_OF_BYTE = np.array([v if v in _AGENT_TYPES else 0 for v in range(128)], np.int8)
+_TYPE_OF_BYTE = np.array([v if v in AGENT_TYPES else 0 for v in range(128)], np.int8)
 """Agent type of each single-byte wire value (0-127): itself if it is an AgentType, else 0 (unknown)."""
 
 
@@ -35,13 +36,13 @@ _NO_HISTORY, _NO_HISTORY_VALID = np.zeros((0, HISTORY_STEPS, 4)), np.zeros((0, H
 
 
 def _packed(name: str, data: bytes) -> bytes:
-    return _TAGS[name] + _varint(len(data)) + data
+    return _TAGS[name] + encode_varint(len(data)) + data
 
 
 def _varints(values: np.ndarray) -> bytes:
     """Packed varints of int64 values (Python loop over the cached single varints: faster than numpy for the
     few dozen small agent types of an observation)."""
-    return b"".join([_varint(v) for v in values.tolist()])
+    return b"".join([encode_varint(v) for v in values.tolist()])
 
 
 def agent_table_to_wire(agents: Agents, slots: Sequence[int] | np.ndarray | None, field_number: int,
@@ -76,17 +77,17 @@ def agent_table_to_wire(agents: Agents, slots: Sequence[int] | np.ndarray | None
         _packed("speed_mps", doubles(agents.speed[rows])),
         _packed("length_m", doubles(agents.length[rows])),
         _packed("width_m", doubles(agents.width[rows])),
-        _HISTORY_STEPS_TAG + _varint(agents.history.shape[1]),
+        _HISTORY_STEPS_TAG + encode_varint(agents.history.shape[1]),
         _packed("history", doubles(history)),
         _packed("history_valid", np.ascontiguousarray(history_valid, np.uint8).tobytes()),
         sent,
     ))
-    return _tag(field_number, _LEN) + _varint(len(body)) + body
+    return field_tag(field_number, LEN) + encode_varint(len(body)) + body
 
 
 def agents_from_table(msg: world_pb2.AgentTable, history_steps: int = HISTORY_STEPS,
                       previous: HeldHistories | None = None) -> Agents:
-    """Agents, one valid slot per row, exactly as :func:`~vectorworld.sim.wire_format.agents_from_proto`
+    """Agents, one valid slot per row, exactly as :func:`~vectorworld.wire.raw.agents_from_proto`
     reads the same agents as ``Agent`` messages: unknown agent types become 0, a table without history gives
     each agent its current state as the only valid history entry, a longer history keeps its last
     ``history_steps`` entries. Raises DataFormatError (naming the column) when column lengths disagree.

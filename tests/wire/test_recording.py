@@ -10,8 +10,9 @@ import pytest
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
 from vectorworld.errors import RecordingError
-from vectorworld.sim.recording import MAGIC, RecordingWriter, read_recording
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
+from vectorworld.wire.recording import MAGIC, RecordingWriter, read_recording
 
 CONFIG = SessionConfig(generator="test-straight", target_km=0.05, seed=7)
 

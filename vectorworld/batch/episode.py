@@ -6,17 +6,14 @@ The CLI (``vectorworld rollout``) is a thin wrapper over :func:`run_rollouts`.
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vectorworld.sim.session import Session, SessionConfig
+from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.session import Session
 
 REPORT_VERSION = 1
 EpisodeCallback = Callable[[int, dict[str, Any]], None]
@@ -37,7 +34,7 @@ def run_episode(config: SessionConfig, record_path: Path | None = None,
     session = Session(config)
     writer = None
     if record_path is not None:
-        from vectorworld.sim.recording import RecordingWriter
+        from vectorworld.wire.recording import RecordingWriter
 
         writer = RecordingWriter(record_path, config)
     try:
@@ -92,7 +89,7 @@ def run_rollouts(config: SessionConfig, episodes: int = 1, record_path: Path | N
     from vectorworld.errors import ConfigError
 
     if episodes < 1:
-        raise ConfigError(f"--episodes must be >= 1, got {episodes}")
+        raise ConfigError(f"episodes must be >= 1, got {episodes}")
     results: list[dict[str, Any]] = []
     interrupted = False
     try:
@@ -109,28 +106,3 @@ def run_rollouts(config: SessionConfig, episodes: int = 1, record_path: Path | N
         interrupted = True
     return {"version": REPORT_VERSION, "config": config_dict(config), "episodes": results,
             "summary": summarize(results), "interrupted": interrupted}
-
-
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON to ``path`` through a temp file in the same directory and an atomic rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=2, default=_json_default, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -11,10 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vectorworld.scene import HISTORY_STEPS, Agents, Lane, LaneType
-from vectorworld.sim import wire, wire_format, wire_lanes
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.v1 import world_pb2
+from vectorworld.wire import codec
+from vectorworld.wire import lanes as wire_lanes
+from vectorworld.wire import raw as wire_raw
 
 FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.sampled_from([0.0, -0.0]))
 CONTROLLERS = {0: world_pb2.CONTROLLER_EGO, 1: world_pb2.CONTROLLER_NPC_POLICY, 2: world_pb2.CONTROLLER_LOG_REPLAY}
@@ -46,12 +48,12 @@ def reference_observation(obs: Observation) -> world_pb2.Observation:
     msg = world_pb2.Observation(step=obs.step, sim_time_us=obs.sim_time_us, ego_index=obs.ego_slot)
     reference_agents(obs.agents, np.flatnonzero(obs.agents.valid), msg.agents)
     for lane in obs.lanes:
-        wire_format.lane_to_proto(lane, msg.lanes.add())
+        wire_raw.lane_to_proto(lane, msg.lanes.add())
     msg.route_lane_ids.extend(obs.route_lane_ids)
-    wire.polyline_to_proto(obs.route_polyline, msg.route_polyline)
-    wire.step_metrics_to_proto(obs.step_metrics, msg.step_metrics)
+    codec.polyline_to_proto(obs.route_polyline, msg.route_polyline)
+    codec.step_metrics_to_proto(obs.step_metrics, msg.step_metrics)
     msg.terminated, msg.truncated, msg.km = obs.terminated, obs.truncated, obs.km
-    msg.end_reason = wire.end_reason_to_proto(obs.end_reason)
+    msg.end_reason = codec.end_reason_to_proto(obs.end_reason)
     return msg
 
 
@@ -93,10 +95,10 @@ def make_observation(agents: Agents, lanes: tuple[Lane, ...]) -> Observation:
 def test_observation_encoding_equals_field_by_field(agents: Agents) -> None:
     obs = make_observation(agents, (make_lane(1), make_lane(2, 3.5, (1,))))
     expected = reference_observation(obs).SerializeToString(deterministic=True)
-    assert wire.observation_to_proto(obs).SerializeToString(deterministic=True) == expected
-    memo = wire.LaneEncodeMemo()
+    assert codec.observation_to_proto(obs).SerializeToString(deterministic=True) == expected
+    memo = codec.LaneEncodeMemo()
     for _ in range(2):  # first call fills the memo, second reuses it
-        assert wire.observation_to_proto(obs, lane_memo=memo).SerializeToString(deterministic=True) == expected
+        assert codec.observation_to_proto(obs, lane_memo=memo).SerializeToString(deterministic=True) == expected
 
 
 @settings(max_examples=40, deadline=None)
@@ -110,23 +112,23 @@ def test_frame_agents_equal_field_by_field(agents: Agents, include_history: bool
     frame = Frame(step=1, sim_time_us=100_000, agents=agents, ego_slot=0, policy_of=policy_of, new_tiles=(),
                   new_lanes=(make_lane(5),), removed_lane_ids=(), ego_plan=np.zeros((0, 3)),
                   step_metrics=StepMetrics(), km=0.0, tile_ms=0.0, npc_policy_ms=0.0, end_reason=EndReason.NONE)
-    msg = wire.frame_to_proto(frame, include_history=include_history)
+    msg = codec.frame_to_proto(frame, include_history=include_history)
     assert list(msg.agents) == list(expected.agents)
-    assert list(msg.new_lanes) == [wire_format.lane_to_proto(make_lane(5))]
+    assert list(msg.new_lanes) == [wire_raw.lane_to_proto(make_lane(5))]
     held = world_pb2.Frame()
-    wire_format.agents_to_proto(agents, slots, held.agents, include_history, policy_of)
+    wire_raw.agents_to_proto(agents, slots, held.agents, include_history, policy_of)
     assert held == expected
 
 
 def test_lane_bytes_are_cached_per_lane_object_and_dropped_with_it() -> None:
     lane = make_lane(11)
-    first = wire.lanes_to_wire([lane], 5)
-    assert wire.lanes_to_wire([lane], 5) == first
+    first = codec.lanes_to_wire([lane], 5)
+    assert codec.lanes_to_wire([lane], 5) == first
     edited = Lane(**{**{f: getattr(lane, f) for f in ("id", "points", "width_m", "speed_limit_mps",
                                                         "lane_type", "left_neighbors", "tile_id")},
                      "successors": (12,)})
     msg = world_pb2.Observation()
-    msg.MergeFromString(wire.lanes_to_wire([edited], 5))
+    msg.MergeFromString(codec.lanes_to_wire([edited], 5))
     assert list(msg.lanes[0].successors) == [12]  # a replaced lane is a new object: encoded afresh
     size = len(wire_lanes._LANE_WIRE)
     del lane, edited
@@ -136,13 +138,13 @@ def test_lane_bytes_are_cached_per_lane_object_and_dropped_with_it() -> None:
 
 def test_lane_memo_reencodes_when_any_lane_object_changes() -> None:
     a, b = make_lane(1), make_lane(2)
-    memo = wire.LaneEncodeMemo()
-    assert memo.encode((a, b), 5) == wire.lanes_to_wire((a, b), 5)
+    memo = codec.LaneEncodeMemo()
+    assert memo.encode((a, b), 5) == codec.lanes_to_wire((a, b), 5)
     b2 = make_lane(2, successors=(9,))
     msg = world_pb2.Observation()
     msg.MergeFromString(memo.encode((a, b2), 5))
     assert list(msg.lanes[1].successors) == [9]
-    assert memo.encode((a,), 7) == wire.lanes_to_wire((a,), 7)
+    assert memo.encode((a,), 7) == codec.lanes_to_wire((a,), 7)
 
 
 # --------------------------------------------------------------------------- decoding
@@ -184,25 +186,25 @@ def test_agent_decoding_equals_field_by_field(agents: Agents, lengths: list[int]
                 getattr(a, name).extend((values * 2)[:h])
         if slot:  # a slot field after the histories moves them off the tail: still decoded right
             a.slot = 3
-    decoded = wire.agents_from_proto(world_pb2.Observation.FromString(msg.SerializeToString()).agents)
+    decoded = codec.agents_from_proto(world_pb2.Observation.FromString(msg.SerializeToString()).agents)
     assert_agents_equal(decoded, reference_agents_from_proto(msg.agents))
 
 
 def test_lane_decode_cache_reuses_unchanged_lanes_only() -> None:
     msg = world_pb2.Observation()
     for lane in (make_lane(1), make_lane(2)):
-        wire_format.lane_to_proto(lane, msg.lanes.add())
-    cache = wire.LaneDecodeCache()
+        wire_raw.lane_to_proto(lane, msg.lanes.add())
+    cache = codec.LaneDecodeCache()
     first = cache.decode(msg.lanes)
     again = cache.decode(msg.lanes)
     assert again is first or all(x is y for x, y in zip(again, first, strict=True))
     msg.lanes[1].successors.append(7)  # same number of lanes, one edited
     second = cache.decode(msg.lanes)
     assert second[0] is first[0] and second[1] is not first[1] and second[1].successors == (7,)
-    wire_format.lane_to_proto(make_lane(3), msg.lanes.add())
+    wire_raw.lane_to_proto(make_lane(3), msg.lanes.add())
     third = cache.decode(msg.lanes)
     assert third[0] is first[0] and third[1] is second[1] and third[2].id == 3
     np.testing.assert_array_equal(third[2].points, make_lane(3).points)
-    plain = wire.observation_from_proto(msg)
-    cached = wire.observation_from_proto(msg, wire.LaneDecodeCache())
+    plain = codec.observation_from_proto(msg)
+    cached = codec.observation_from_proto(msg, codec.LaneDecodeCache())
     assert [lane.id for lane in plain.lanes] == [lane.id for lane in cached.lanes] == [1, 2, 3]

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,10 +43,12 @@ from google.protobuf.message import DecodeError
 
 from vectorworld import __version__
 from vectorworld.errors import RecordingError
-from vectorworld.sim import wire
+from vectorworld.files import AtomicFile
+from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import Frame
-from vectorworld.sim.session import SessionConfig
 from vectorworld.v1 import recording_pb2
+from vectorworld.wire import codec
+from vectorworld.wire.varint import encode_varint, read_varint
 
 MAGIC = b"\x89VWR\r\n\x1a\n"
 FORMAT_VERSION = 1
@@ -98,16 +99,15 @@ class RecordingWriter:
         directory = self.path.parent if str(self.path.parent) else Path(".")
         if not directory.is_dir():
             raise RecordingError(f"cannot write recording {self.path}: directory {directory} does not exist")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=directory)
-        self._tmp = Path(tmp)
-        self._file = os.fdopen(fd, "wb")
+        self._out = AtomicFile(self.path, "wb", suffix=".partial")
+        self._file = self._out.file
         self._file.write(MAGIC + _VERSION.pack(FORMAT_VERSION))
         record = recording_pb2.Record()
         header = record.header
         header.format_version = FORMAT_VERSION
         header.vectorworld_version = __version__
-        header.config.CopyFrom(wire.config_to_proto(config))
-        header.config_json = wire.config_to_json(config)
+        header.config.CopyFrom(codec.config_to_proto(config))
+        header.config_json = codec.config_to_json(config)
         header.seed = int(config.seed)
         header.has_timings, header.has_history = include_timings, include_history
         self._write(record)
@@ -115,7 +115,7 @@ class RecordingWriter:
     def write_frame(self, frame: Frame) -> None:
         """Append one step's frame."""
         record = recording_pb2.Record()
-        wire.frame_to_proto(frame, self.include_timings, self.include_history, record.frame)
+        codec.frame_to_proto(frame, self.include_timings, self.include_history, record.frame)
         self._write(record)
         self.frames_written += 1
 
@@ -123,19 +123,13 @@ class RecordingWriter:
         """Write the report (if given), flush, and move the file into place. Returns the path."""
         if report is not None:
             record = recording_pb2.Record()
-            record.report.CopyFrom(wire.report_to_proto(report, self.include_timings))
+            record.report.CopyFrom(codec.report_to_proto(report, self.include_timings))
             self._write(record)
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        os.replace(self._tmp, self.path)
-        return self.path
+        return self._out.commit()
 
     def abort(self) -> None:
         """Discard the partial file; the target path is left untouched."""
-        if not self._file.closed:
-            self._file.close()
-        self._tmp.unlink(missing_ok=True)
+        self._out.abort()
 
     @property
     def closed(self) -> bool:
@@ -145,7 +139,7 @@ class RecordingWriter:
         if self._file.closed:
             raise RecordingError(f"recording {self.path} is already closed")
         payload = record.SerializeToString(deterministic=True)
-        self._file.write(_uvarint(len(payload)) + payload + _CRC.pack(zlib.crc32(payload)))
+        self._file.write(encode_varint(len(payload)) + payload + _CRC.pack(zlib.crc32(payload)))
 
     def __enter__(self) -> RecordingWriter:
         return self
@@ -184,8 +178,9 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[recording_pb2.Record 
                              f"({__version__}) reads versions {list(SUPPORTED_VERSIONS)}")
     pos, index = head, 0
     while pos < len(data):
-        length, start = _read_uvarint(data, pos)
-        if start < 0:
+        try:
+            length, start = read_varint(data, pos)
+        except IndexError:  # the file ends inside the length
             yield None
             return
         end = start + length
@@ -219,41 +214,18 @@ def read_recording(path: str | os.PathLike[str]) -> Recording:
             break
         kind = record.WhichOneof("record")
         if kind == "frame":
-            recording.frames.append(wire.frame_from_proto(record.frame))
+            recording.frames.append(codec.frame_from_proto(record.frame))
         elif kind == "report":
-            recording.report = wire.report_from_proto(record.report)
+            recording.report = codec.report_from_proto(record.report)
         elif kind == "header":
             raise RecordingError(f"recording {path} has a second header record")
     return recording
 
 
-def _uvarint(value: int) -> bytes:
-    """Unsigned LEB128 varint (the protobuf varint) of ``value`` >= 0."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    """(value, position after it); position -1 if the data ends inside the varint."""
-    value, shift = 0, 0
-    while pos < len(data) and shift < 64:
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-    return 0, -1
-
-
 def _header_from_proto(msg: recording_pb2.RecordingHeader, path: Path) -> RecordingHeader:
     try:
-        config = wire.config_from_json(msg.config_json) if msg.config_json else \
-            wire.config_from_proto(msg.config)
+        config = codec.config_from_json(msg.config_json) if msg.config_json else \
+            codec.config_from_proto(msg.config)
     except (ValueError, TypeError) as err:
         raise RecordingError(f"recording {path}: the header's config cannot be read ({err})") from err
     return RecordingHeader(format_version=msg.format_version, vectorworld_version=msg.vectorworld_version,
