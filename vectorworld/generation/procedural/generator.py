@@ -1,6 +1,14 @@
 """The procedural road-network generator: a non-learned :class:`TileGenerator` for dense urban tiles.
 
-For each tile it groups the open ports into road ends (:mod:`port_groups`), grows every road that starts
+Layout "city" (the default): a first tile (a request without ports) anchors a seeded city plan
+(:mod:`city_plan`: blocks, arterials with turn pockets, residential streets, right-angle junctions) and
+every tile is cut out of it (:mod:`city_tiles`); traffic comes from :data:`CITY_SPAWN`. The plan is the
+one piece of state the generator keeps between calls (per world: the next first tile replaces it); it is a
+pure function of the seed drawn from the first request's rng, so the same requests still give
+byte-identical tiles. A request with a port that is not on the plan (no plan yet, e.g. a real log's map)
+is grown organically, as below.
+
+Layout "organic": for each tile it groups the open ports into road ends (:mod:`port_groups`), grows every road that starts
 inside the tile until it leaves the tile (:mod:`road_growth`: straight and curved pieces, 3- and 4-way
 junctions with turn connectors, lane splits and merges, never over an existing lane; roads that run into
 other roads cross, join or bridge them, :mod:`road_meetings`; a boxed-in two-way road turns around,
@@ -10,7 +18,7 @@ it lays a road through the tile origin along the tile's +x axis, straight throug
 Ports whose lanes already end on the tile border (within ``growth.exit_tolerance_m``) heading out of the
 tile are left open: they belong to the tile that will be centred on them.
 
-The generator keeps no state between calls besides its configuration: everything is derived from the
+The organic layout keeps no state between calls besides its configuration: everything is derived from the
 request, and all randomness comes from ``request.rng``, so the same request (same rng state) gives
 byte-identical lanes and agents.
 """
@@ -49,7 +57,7 @@ class ProceduralConfig:
     obstacle_reach_m: float = 30.0
 
 
-CITY_SPAWN = SpawnConfig(min_gap_m=6.0, mean_extra_gap_m=12.0, stopped_prob=0.0, parked_prob=0.8, parked_row=(3, 8),
+CITY_SPAWN = SpawnConfig(min_gap_m=6.0, mean_extra_gap_m=14.0, stopped_prob=0.0, parked_prob=0.7, parked_row=(2, 6),
                          cyclist_prob=0.8, pedestrian_prob=1.0, pedestrians=(4, 8), pedestrian_pair_prob=0.2,
                          queue_prob=0.5, queue_cars=(1, 4), max_agents=48, car_length_m=(4.85, 0.35),
                          car_width_m=(2.08, 0.1), sidewalk_offset_m=(3.0, 4.2), pedestrian_clearance_m=2.3)
