@@ -8,8 +8,8 @@ pure function of the seed drawn from the first request's rng, so the same reques
 byte-identical tiles. A request with a port that is not on the plan (no plan yet, e.g. a real log's map)
 is grown organically, as below.
 
-Layout "organic": for each tile it groups the open ports into road ends (:mod:`port_groups`), grows every road that starts
-inside the tile until it leaves the tile (:mod:`road_growth`: straight and curved pieces, 3- and 4-way
+Layout "organic": for each tile it groups the open ports into road ends (:mod:`port_groups`), grows every road
+that starts inside the tile until it leaves the tile (:mod:`road_growth`: straight and curved pieces, 3- and 4-way
 junctions with turn connectors, lane splits and merges, never over an existing lane; roads that run into
 other roads cross, join or bridge them, :mod:`road_meetings`; a boxed-in two-way road turns around,
 :mod:`turnarounds`), then places traffic on the new lanes (:mod:`spawning`). With no ports (a first tile)
