@@ -220,11 +220,11 @@ class ObservationBuilder:
     def skip(self, inp: PolicyInput) -> None:
         """Advance the per-step state (junction waiting clocks) for a step that is not observed."""
         if self.config.junction_stops:
-            everyone = self._routed(inp, np.zeros(0, np.int64))
+            everyone = self.routed_slots(inp, np.zeros(0, np.int64))
             self.junctions.update(inp, everyone, self.targets(inp, everyone))
 
     @staticmethod
-    def _routed(inp: PolicyInput, slots: np.ndarray) -> np.ndarray:
+    def routed_slots(inp: PolicyInput, slots: np.ndarray) -> np.ndarray:
         """``slots`` plus every other valid agent with a route, ascending."""
         a = inp.agents
         others = a.valid.copy()
@@ -252,7 +252,7 @@ class ObservationBuilder:
         held = HeldAgents.none()
         if self.config.junction_stops:
             # Every valid agent on a route competes at junctions (the ego too), not only the observed ones.
-            everyone = self._routed(inp, slots)
+            everyone = self.routed_slots(inp, slots)
             fix = self.targets(inp, everyone)
             held = self.junctions.update(inp, everyone, fix)
             rows = np.searchsorted(everyone, slots)

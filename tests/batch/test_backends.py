@@ -32,6 +32,7 @@ def test_tasks_carry_seed_and_plugin_module():
     assert plugin_modules(batch_config())[0] == "tests.batch.seeded_world"
 
 
+@pytest.mark.slow  # ~3 min on a loaded 2-core machine (starts a local Ray cluster)
 def test_workers_and_ray_give_identical_episodes(tmp_path, monkeypatch):
     monkeypatch.setattr("vectorworld.batch.plots.write_plots", lambda directory, records: [])  # test_report
     runner = CliRunner()

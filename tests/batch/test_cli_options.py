@@ -24,6 +24,6 @@ def test_bad_batch_options_exit_2(extra, message):
 def test_existing_batch_without_resume_is_refused(tmp_path):
     (tmp_path / "episodes.jsonl").write_text('{"index": 0, "seed": 0, "km": 0.05}\n')
     res = CliRunner().invoke(app, [*BASE, "--out-dir", str(tmp_path)])
-    assert res.exit_code == 2 and "pass --resume" in res.output
+    assert res.exit_code == 2 and "error: --out-dir " in res.output and "set --resume to continue" in res.output
     assert (tmp_path / "episodes.jsonl").read_text().count("\n") == 1  # untouched
     assert not (tmp_path / "summary.json").exists()

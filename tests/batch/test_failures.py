@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.batch.seeded_world import FAILING_SEED, batch_config, fail_on_seed
@@ -12,6 +13,7 @@ from vectorworld.cli import app
 EPISODES = 5
 
 
+@pytest.mark.slow
 def test_failing_episode_is_recorded_and_the_rest_complete(tmp_path):
     result = run_batch(batch_config(), EPISODES, LocalPoolBackend(2), out_dir=tmp_path / "run",
                        episode_fn=fail_on_seed, plots=False)
@@ -28,6 +30,7 @@ def test_failing_episode_is_recorded_and_the_rest_complete(tmp_path):
     assert len(csv_rows) == EPISODES + 1 and "injected failure" in csv_rows[1 + FAILING_SEED]
 
 
+@pytest.mark.slow
 def test_cli_exit_code_1_then_resume_reruns_only_the_failed_episode(tmp_path, monkeypatch):
     runner = CliRunner()
     out = tmp_path / "run"

@@ -80,8 +80,9 @@ def test_killed_batch_resumes_without_rerunning(tmp_path):
 def test_existing_batch_needs_resume_and_same_config(tmp_path):
     out = tmp_path / "run"
     run_batch(batch_config(), 1, out_dir=out, plots=False)
-    with pytest.raises(ConfigError, match="--resume"):
+    with pytest.raises(ConfigError, match="^out_dir .* set resume") as info:
         run_batch(batch_config(), 2, out_dir=out, plots=False)
+    assert info.value.field == "out_dir"
     with pytest.raises(ConfigError, match="target_km"):
         run_batch(batch_config(target_km=0.07), 2, out_dir=out, resume=True, plots=False)
     done = run_batch(batch_config(), 2, out_dir=out, resume=True, plots=False)

@@ -31,6 +31,7 @@ def drive(config: SessionConfig, steps: int) -> Session:
     return session
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["womd", "nuplan"])
 def test_log_rollout_outpaints_from_the_real_lanes(source: str, request: pytest.FixtureRequest) -> None:
     if source == "womd":

@@ -50,7 +50,7 @@ def _input(agents: Agents, graph: LaneGraph, step: int = 0) -> PolicyInput:
 def _held(inp: PolicyInput) -> HeldAgents:
     """The junction stops of one step, computed as the observation builder does."""
     builder = ObservationBuilder()
-    everyone = builder._routed(inp, np.zeros(0, np.int64))
+    everyone = builder.routed_slots(inp, np.zeros(0, np.int64))
     return JunctionStops(builder.routes).update(inp, everyone, builder.targets(inp, everyone))
 
 

@@ -90,7 +90,7 @@ class LocalPoolBackend(Backend):
 
     def __init__(self, workers: int, start_method: str = "spawn", threads_per_worker: int | None = None) -> None:
         if workers < 1:
-            raise ConfigError(f"--workers must be >= 1, got {workers}")
+            raise ConfigError(f"workers must be >= 1, got {workers}", field="workers")
         if start_method not in multiprocessing.get_all_start_methods():
             raise ConfigError(f"start method {start_method!r} is not available here; choose one of "
                               f"{multiprocessing.get_all_start_methods()}")

@@ -89,7 +89,7 @@ def run_rollouts(config: SessionConfig, episodes: int = 1, record_path: Path | N
     from vectorworld.errors import ConfigError
 
     if episodes < 1:
-        raise ConfigError(f"episodes must be >= 1, got {episodes}")
+        raise ConfigError(f"episodes must be >= 1, got {episodes}", field="episodes")
     results: list[dict[str, Any]] = []
     interrupted = False
     try:

@@ -32,10 +32,10 @@ class RayBackend(Backend):
                  resources: dict[str, float] | None = None, max_workers: int | None = None,
                  max_retries: int = 1) -> None:
         if cpus_per_task <= 0:
-            raise ConfigError(f"--ray-cpus-per-task must be > 0, got {cpus_per_task}")
+            raise ConfigError(f"cpus_per_task must be > 0, got {cpus_per_task}", field="cpus_per_task")
         self.address = address or LOCAL
         if gpus_per_task < 0:
-            raise ConfigError(f"--ray-gpus-per-task must be >= 0, got {gpus_per_task}")
+            raise ConfigError(f"gpus_per_task must be >= 0, got {gpus_per_task}", field="gpus_per_task")
         self.cpus_per_task = cpus_per_task
         self.gpus_per_task = gpus_per_task
         self.resources = dict(resources or {})
@@ -50,7 +50,7 @@ class RayBackend(Backend):
         import importlib.util
 
         if importlib.util.find_spec("ray") is None:
-            raise ConfigError('--ray needs the optional dependency ray: pip install "vectorworld[ray]"')
+            raise ConfigError('the Ray backend needs the optional dependency ray: pip install "vectorworld[ray]"')
 
     def _connect(self) -> Any:
         self.check_available()
@@ -63,7 +63,8 @@ class RayBackend(Backend):
             try:
                 ray.init(address=self.address, **kwargs)
             except (ConnectionError, RuntimeError, ValueError) as err:
-                raise ConfigError(f"--ray {self.address}: cannot start or reach Ray ({err})") from None
+                raise ConfigError(f"address {self.address}: cannot start or reach Ray ({err})",
+                                  field="address") from None
             self._started = True
         return ray
 

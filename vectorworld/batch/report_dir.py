@@ -48,8 +48,8 @@ def check_resumable(directory: Path, payload: dict[str, Any]) -> None:
     new = payload["session"]
     changed = sorted(k for k in set(stored) | set(new) if stored.get(k) != new.get(k))
     if changed:
-        raise ConfigError(f"--resume: {path} was written with different settings ({', '.join(changed)}); "
-                          "use the same options or another --out-dir")
+        raise ConfigError(f"resume: {path} was written with different settings ({', '.join(changed)}); "
+                          "use the same settings or another out_dir", field="resume")
 
 
 def episodes_csv(records: list[dict[str, Any]]) -> str:

@@ -60,7 +60,7 @@ def run_batch(config: SessionConfig, episodes: int, backend: Backend | None = No
     A KeyboardInterrupt stops the batch and returns what finished, with ``interrupted`` set.
     """
     if episodes < 1:
-        raise ConfigError(f"--episodes must be >= 1, got {episodes}")
+        raise ConfigError(f"episodes must be >= 1, got {episodes}", field="episodes")
     backend = backend or SerialBackend()
     payload = config_payload(config, episodes, backend.describe())
     store: EpisodeStore | None = None
@@ -71,7 +71,8 @@ def run_batch(config: SessionConfig, episodes: int, backend: Backend | None = No
         store = EpisodeStore(out_dir, resume)
         beyond = sorted(i for i in store.records if i >= episodes)
         if beyond:
-            raise ConfigError(f"--resume: {out_dir} already holds episode {beyond[0]} but --episodes is {episodes}")
+            raise ConfigError(f"resume: {out_dir} already holds episode {beyond[0]} but episodes is {episodes}",
+                              field="resume")
         out_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out_dir / CONFIG_FILE, payload)
     records: dict[int, dict[str, Any]] = dict(store.records) if store is not None else {}

@@ -75,8 +75,8 @@ class EpisodeStore:
         self._file: IO[str] | None = None
         if self.path.exists() and self.path.stat().st_size > 0:
             if not resume:
-                raise ConfigError(f"--out-dir {self.directory} already holds {EPISODES_FILE}; pass --resume to "
-                                  "continue that batch or choose another directory")
+                raise ConfigError(f"out_dir {self.directory} already holds {EPISODES_FILE}; set resume to "
+                                  "continue that batch or choose another directory", field="out_dir")
             self.records, good = read_records(self.path)
             if good < self.path.stat().st_size:
                 with open(self.path, "r+b") as f:

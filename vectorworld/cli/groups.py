@@ -26,8 +26,11 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 CONFIG_FLAGS = {"target_km": "--km", "seed": "--seed", "npc_policy": "--npc", "planner": "--planner",
                 "generator": "--generator", "max_steps": "--max-steps", "scenario": "--scenario",
-                "nuplan_maps_dir": "--nuplan-maps"}
-"""SessionConfig field -> the flag that sets it (the library's errors name fields; the CLI words them as flags)."""
+                "nuplan_maps_dir": "--nuplan-maps", "episodes": "--episodes", "workers": "--workers",
+                "resume": "--resume", "out_dir": "--out-dir", "cpus_per_task": "--ray-cpus-per-task",
+                "gpus_per_task": "--ray-gpus-per-task", "address": "--ray"}
+"""Config field (SessionConfig, batch) -> the flag that sets it: the library's errors name fields, the CLI
+words them as its flags."""
 _FIELD_WORDS = re.compile(r"\b(" + "|".join(CONFIG_FLAGS) + r")\b")
 
 
