@@ -5,18 +5,25 @@ The real-time factor times the engine step of a batch rollout (``Session.advance
 
 Usage: python tools/bench_rollout.py [--km 1 10] [--seed 0] [--generator procedural] [--npc deltasim]
        [--planner idm|pdm|constant-velocity]
+       python tools/bench_rollout.py --ab /work/main --km 1 --seeds 5   # interleaved A/B, one window
 
-Each distance runs in a fresh subprocess so peak RSS (ru_maxrss) is measured per rollout.
+Each distance runs in a fresh subprocess so peak RSS (ru_maxrss) is measured per rollout. ``--ab OTHER``
+compares this checkout with another one (e.g. main, or a worktree of the commit before a change): for each
+of ``--seeds`` seeds it runs this checkout's rollout and the other's back to back (alternating which goes
+first), each in a fresh process with that checkout first on ``PYTHONPATH``, so both face the same machine
+load; it prints both rows per seed and the means of RTF and wall seconds per km.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from policies import DEFAULT_NPC_POLICY
 
@@ -60,9 +67,14 @@ def main() -> None:
     parser.add_argument("--npc", default=DEFAULT_NPC_POLICY)
     parser.add_argument("--planner", default="idm")
     parser.add_argument("--one", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--ab", type=Path, default=None, help="Another checkout to compare with (interleaved).")
+    parser.add_argument("--seeds", type=int, default=5, help="With --ab: seeds --seed ... --seed + N - 1.")
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(one(args.one, args.seed, args.generator, args.npc, args.planner)))
+        return
+    if args.ab is not None:
+        ab(args)
         return
     rows = []
     for km in args.km:
@@ -77,6 +89,35 @@ def main() -> None:
     if len(rows) > 1:
         print(f"peak memory difference {rows[-1]['km']:.1f} km vs {rows[0]['km']:.1f} km: "
               f"{rows[-1]['peak_rss_mb'] - rows[0]['peak_rss_mb']:+.1f} MB")
+
+
+def _run_in(checkout: Path, km: float, seed: int, generator: str, npc: str) -> dict:
+    """One rollout in a fresh process of ``checkout`` (its own tools/bench_rollout.py and packages)."""
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    out = subprocess.run([sys.executable, str(checkout / "tools" / "bench_rollout.py"), "--one", str(km),
+                          "--seed", str(seed), "--generator", generator, "--npc", npc],
+                         check=True, capture_output=True, text=True, cwd=checkout, env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def ab(args: argparse.Namespace) -> None:
+    here, other = Path(__file__).resolve().parents[1], args.ab.resolve()
+    km = args.km[0]
+    rows: dict[str, list[dict]] = {"this": [], "other": []}
+    for k in range(args.seeds):
+        seed = args.seed + k
+        order = [("this", here), ("other", other)] if k % 2 == 0 else [("other", other), ("this", here)]
+        for name, checkout in order:
+            r = _run_in(checkout, km, seed, args.generator, args.npc)
+            rows[name].append(r)
+            print(f"seed {seed} {name:5s} ({checkout}): rtf {r['rtf']}, wall {r['wall_s']} s, sim {r['sim_s']} s, "
+                  f"km {r['km']:.3f}, {r['end_reason']}, mean agents {r['mean_agents']}", flush=True)
+    for name, checkout in (("this", here), ("other", other)):
+        rtf = [r["rtf"] for r in rows[name]]
+        per_km = [r["wall_s"] / max(r["km"], 1e-6) for r in rows[name]]
+        sim_km = [r["sim_s"] / max(r["km"], 1e-6) for r in rows[name]]
+        print(f"{name:5s} {checkout}: mean rtf {sum(rtf) / len(rtf):.1f}x (min {min(rtf)}), wall "
+              f"{sum(per_km) / len(per_km):.1f} s/km, simulated {sum(sim_km) / len(sim_km):.0f} s/km")
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ def test_long_chain_has_junctions_lane_changes_and_curves() -> None:
     assert 0.2 <= with_junction <= 0.9
     widths = {round(lane.width_m, 2) for lane in lanes}
     assert all(3.0 <= w <= 3.75 for w in widths)
-    assert all(8.0 <= lane.speed_limit_mps <= 20.0 for lane in lanes)
+    assert all(6.5 <= lane.speed_limit_mps <= 20.0 for lane in lanes)  # turning connectors: 15 mph
 
 
 def test_first_tile_road_runs_through_the_origin_along_x() -> None:
@@ -127,12 +127,13 @@ def test_registered_and_constructible_without_arguments() -> None:
 
 
 def test_ports_are_continued_exactly_and_tiles_are_left_through_the_border() -> None:
-    result = _chain(3, tiles=10)
+    result = _chain(3, tiles=10, retain_m=None)
     graph = result.graph
     for tile in result.tiles[1:]:
-        port_ids = {p.lane_id for p in tile.ports}
-        for a, b in tile.content.links:
-            assert a in port_ids or b in port_ids or a in graph and b in graph
+        new = {lane.id for lane in tile.content.lanes}
+        for a, b in tile.content.links:  # a new lane and a known one (a port, or a known lane it reaches)
+            assert (a in new) != (b in new)
+            assert np.linalg.norm(graph[a].points[-1] - graph[b].points[0]) < 0.01
         centre = [p for p in tile.ports if p.is_out and np.allclose(p.xy, tile.frame.center_xy)]
         assert centre, "the tile is centred at an out port"
 

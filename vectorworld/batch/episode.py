@@ -20,7 +20,7 @@ EpisodeCallback = Callable[[int, dict[str, Any]], None]
 StepCallback = Callable[[float], None]
 
 SUMMARY_MEAN_FIELDS = ("km", "ego_offroad_rate", "npc_collisions_per_km", "npc_offroad_per_km",
-                       "kinematic_infeasibility_rate", "ego_comfort_rate", "rtf", "tile_ms_p50",
+                       "kinematic_infeasibility_rate", "ego_comfort_rate", "ego_stopped_rate", "rtf", "tile_ms_p50",
                        "tile_ms_p95", "npc_policy_ms", "wall_s", "sim_s")
 
 

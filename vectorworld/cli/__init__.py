@@ -16,6 +16,7 @@ _COMMAND_MODULES = (
     "vectorworld.cli.rollout",
     "vectorworld.cli.data_commands",
     "vectorworld.cli.generator_commands",
+    "vectorworld.cli.realism_command",
     "vectorworld.cli.npc_commands",
     "vectorworld.cli.planner_commands",
     "vectorworld.cli.serve_command",

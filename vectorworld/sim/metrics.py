@@ -19,6 +19,9 @@ INFEASIBLE_LAT_ACCEL_MPS2 = 8.0
 INFEASIBLE_YAW_RATE_RPS = 1.5
 INFEASIBLE_MIN_SPEED_MPS = 1.0
 INFEASIBLE_BACKWARD_M = 0.05
+EGO_STOPPED_MPS = 0.5
+"""The ego counts as stopped in a step that ends below this speed (``ego_stopped_rate``)."""
+
 # Ego comfort bounds (nuPlan).
 COMFORT_ACCEL_RANGE_MPS2 = (-4.05, 2.40)
 COMFORT_LAT_ACCEL_MPS2 = 4.89
@@ -40,6 +43,7 @@ class StepMetrics:
     ego_distance_m: float = 0.0
     score_events: tuple[str, ...] = ()
     """Kinds of the planner-score infractions that started in this step (vectorworld.scoring)."""
+    ego_stopped: bool = False
 
 
 @dataclass
@@ -55,6 +59,7 @@ class EpisodeMetrics:
     npc_infeasible_steps: int = 0
     npc_vehicle_steps: int = 0
     comfortable_steps: int = 0
+    ego_stopped_steps: int = 0
     tile_ms: list[float] = field(default_factory=list)
     npc_policy_ms: list[float] = field(default_factory=list)
 
@@ -68,6 +73,7 @@ class EpisodeMetrics:
         self.npc_infeasible_steps += m.npc_infeasible_steps
         self.npc_vehicle_steps += m.npc_vehicle_steps
         self.comfortable_steps += int(m.ego_comfortable)
+        self.ego_stopped_steps += int(m.ego_stopped)
 
     def summary(self) -> dict[str, float | int]:
         km = self.distance_m / 1000.0
@@ -82,6 +88,7 @@ class EpisodeMetrics:
             "npc_offroad_per_km": self.npc_offroad_events * per_km,
             "kinematic_infeasibility_rate": self.npc_infeasible_steps / max(self.npc_vehicle_steps, 1),
             "ego_comfort_rate": self.comfortable_steps / max(self.steps, 1),
+            "ego_stopped_rate": self.ego_stopped_steps / max(self.steps, 1),
             "tile_ms_p50": float(np.percentile(tile, 50)),
             "tile_ms_p95": float(np.percentile(tile, 95)),
             "npc_policy_ms": float(np.mean(self.npc_policy_ms)) if self.npc_policy_ms else 0.0,
@@ -149,7 +156,8 @@ class MetricTracker:
         infeasible, counted = self._infeasible(before, after, npc_veh & moved)
         ego_dist = float(np.linalg.norm(after.xy[ego_slot] - before.xy[ego_slot]))
         return StepMetrics(ego_hits, bool(offroad[ego_slot]), new_contacts, new_offroad, infeasible,
-                           counted, self._comfortable(before, after, ego_slot), ego_dist)
+                           counted, self._comfortable(before, after, ego_slot), ego_dist,
+                           bool(abs(after.speed[ego_slot]) < EGO_STOPPED_MPS))
 
     def _overlaps(self, after: Agents, box: np.ndarray) -> np.ndarray:
         """(C, C) bool: overlapping valid boxes. Only pairs with a box that changed are tested again."""

@@ -37,6 +37,9 @@ from vectorworld.world.routes import RouteBook, build_path
 STUCK_TIMEOUT_S = 20.0
 STUCK_PROGRESS_M = 1.0
 MOVING_MPS = 1.0
+WORLD_EDGE_LEAVE_M = 10.0
+"""An NPC this close to the open end of its route leaves the world (IDM stops a gap and half a car length
+short of an open end, so it would otherwise stand there until removed as stuck)."""
 """Agents faster than this could be surprised by a junction appearing in front of them (see StreamingWorld)."""
 EGO_LENGTH_M = 4.8
 EGO_WIDTH_M = 2.0
@@ -336,7 +339,7 @@ class Session:
                 slots.append(slot)
                 ends.append(graph[route[0]].points[-1])
         if slots:
-            out[slots] = np.linalg.norm(self.agents.xy[slots] - np.array(ends), axis=-1) < 4.0
+            out[slots] = np.linalg.norm(self.agents.xy[slots] - np.array(ends), axis=-1) < WORLD_EDGE_LEAVE_M
         return out
 
     # ----------------------------------------------------------------- views

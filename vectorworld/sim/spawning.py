@@ -9,12 +9,14 @@ import numpy as np
 from vectorworld import DT_S, geometry
 from vectorworld.generation.base import AgentSpawns
 from vectorworld.generation.procedural.spawning import STOP_MARGIN_M
-from vectorworld.scene import Agents, Lane
+from vectorworld.scene import Agents, AgentType, Lane
 
 EGO_CLEARANCE_M = 30.0
 """Agents are never spawned closer than this to the ego (no collision caused by spawning)."""
 AGENT_CLEARANCE_M = 3.0
 """Spawns closer than this (centre to centre) to an agent already in the world are skipped."""
+PEDESTRIAN_CLEARANCE_M = 1.0
+"""The same between two pedestrians (people walk in groups)."""
 SPAWN_BRAKE_MPS2 = 2.0
 """A moving spawn is slowed so that it can stop at this deceleration behind any agent ahead of it (within
 ``AHEAD_HALF_WIDTH_M`` of its heading line), with ``STOP_MARGIN_M`` to spare: spawning never forces hard braking."""
@@ -73,8 +75,12 @@ def place_spawns(agents: Agents, spawns: AgentSpawns, ego_xy: np.ndarray,
         if np.linalg.norm(xy - ego_xy) < EGO_CLEARANCE_M:
             continue
         live = arrays["valid"]
-        if live.any() and np.min(np.linalg.norm(arrays["xy"][live] - xy, axis=-1)) < AGENT_CLEARANCE_M:
-            continue
+        if live.any():
+            both_walk = (arrays["agent_type"][live] == AgentType.PEDESTRIAN) & (
+                spawns.agent_type[k] == AgentType.PEDESTRIAN)
+            clearance = np.where(both_walk, PEDESTRIAN_CLEARANCE_M, AGENT_CLEARANCE_M)
+            if np.any(np.linalg.norm(arrays["xy"][live] - xy, axis=-1) < clearance):
+                continue
         if not free:
             book.dropped += len(spawns) - k
             break

@@ -1,7 +1,15 @@
 """The procedural road-network generator: a non-learned :class:`TileGenerator` for dense urban tiles.
 
-For each tile it groups the open ports into road ends (:mod:`port_groups`), grows every road that starts
-inside the tile until it leaves the tile (:mod:`road_growth`: straight and curved pieces, 3- and 4-way
+Layout "city" (the default): a first tile (a request without ports) anchors a seeded city plan
+(:mod:`city_plan`: blocks, arterials with turn pockets, residential streets, right-angle junctions) and
+every tile is cut out of it (:mod:`city_tiles`); traffic comes from :data:`CITY_SPAWN`. The plan is the
+one piece of state the generator keeps between calls (per world: the next first tile replaces it); it is a
+pure function of the seed drawn from the first request's rng, so the same requests still give
+byte-identical tiles. A request with a port that is not on the plan (no plan yet, e.g. a real log's map)
+is grown organically, as below.
+
+Layout "organic": for each tile it groups the open ports into road ends (:mod:`port_groups`), grows every road
+that starts inside the tile until it leaves the tile (:mod:`road_growth`: straight and curved pieces, 3- and 4-way
 junctions with turn connectors, lane splits and merges, never over an existing lane; roads that run into
 other roads cross, join or bridge them, :mod:`road_meetings`; a boxed-in two-way road turns around,
 :mod:`turnarounds`), then places traffic on the new lanes (:mod:`spawning`). With no ports (a first tile)
@@ -10,7 +18,7 @@ it lays a road through the tile origin along the tile's +x axis, straight throug
 Ports whose lanes already end on the tile border (within ``growth.exit_tolerance_m``) heading out of the
 tile are left open: they belong to the tile that will be centred on them.
 
-The generator keeps no state between calls besides its configuration: everything is derived from the
+The organic layout keeps no state between calls besides its configuration: everything is derived from the
 request, and all randomness comes from ``request.rng``, so the same request (same rng state) gives
 byte-identical lanes and agents.
 """
@@ -22,6 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld.generation.base import AgentSpawns, TileContent, TileGenerator, TileRequest, register_generator
+from vectorworld.generation.procedural.city_plan import CityConfig, CityPlan
+from vectorworld.generation.procedural.city_tiles import CityAnchor, CityRegion, cut_tile
 from vectorworld.generation.procedural.occupancy import Occupancy
 from vectorworld.generation.procedural.port_groups import GroupingConfig, group_ports
 from vectorworld.generation.procedural.road_growth import RoadGrower
@@ -33,13 +43,25 @@ from vectorworld.generation.procedural.tile_draft import TileDraft
 
 @dataclass(frozen=True)
 class ProceduralConfig:
-    """growth: road shapes; grouping: how ports form roads; spawn: traffic; obstacle_reach_m: known lanes
-    up to this far (m) outside the tile are kept clear of (new lanes may stick out of the tile)."""
+    """layout: "city" (a seeded block grid, :mod:`city_plan`) or "organic" (roads grown piece by piece);
+    growth: organic road shapes; grouping: how ports form roads; spawn: organic traffic; city / city_spawn:
+    the city plan and its traffic; obstacle_reach_m: known lanes up to this far (m) outside the tile are kept
+    clear of by organic roads (new lanes may stick out of the tile)."""
 
+    layout: str = "city"
     growth: GrowthConfig = field(default_factory=GrowthConfig)
     grouping: GroupingConfig = field(default_factory=GroupingConfig)
     spawn: SpawnConfig = field(default_factory=SpawnConfig)
+    city: CityConfig = field(default_factory=CityConfig)
+    city_spawn: SpawnConfig = field(default_factory=lambda: CITY_SPAWN)
     obstacle_reach_m: float = 30.0
+
+
+CITY_SPAWN = SpawnConfig(min_gap_m=6.0, mean_extra_gap_m=14.0, stopped_prob=0.0, parked_prob=0.7, parked_row=(2, 6),
+                         cyclist_prob=0.8, pedestrian_prob=1.0, pedestrians=(4, 8), pedestrian_pair_prob=0.2,
+                         queue_prob=0.5, queue_cars=(1, 4), max_agents=48, car_length_m=(4.85, 0.35),
+                         car_width_m=(2.08, 0.1), sidewalk_offset_m=(3.0, 4.2), pedestrian_clearance_m=2.3)
+"""Traffic of the city layout: denser, parked rows, queues at junctions, pedestrians on the sidewalks."""
 
 
 @register_generator("procedural")
@@ -50,6 +72,27 @@ class ProceduralGenerator(TileGenerator):
 
     def __init__(self, config: ProceduralConfig | None = None) -> None:
         self.config = config if config is not None else ProceduralConfig()
+        self._city: tuple[CityPlan, CityAnchor] | None = None
+
+    def _city_tile(self, request: TileRequest) -> tuple[TileContent, GrowthReport] | None:
+        """The tile cut from this world's city plan; None when a port is not on the plan (a known map, a
+        straight fallback, another generator's lanes): those are grown organically."""
+        frame = request.frame
+        if not request.ports:  # a first tile: a new world, a new plan anchored here
+            seed = int(request.rng.integers(1 << 62))
+            self._city = (CityPlan(seed, self.config.city), CityAnchor(frame.center_xy.copy(), float(frame.yaw)))
+        if self._city is None:
+            return None
+        region = CityRegion(*self._city, frame)
+        if not all(region.on_plan(p.xy, p.is_out) for p in request.ports):
+            return None
+        lanes, links, junctions, pockets = cut_tile(region, frame, request.graph, request.lane_ids)
+        report = GrowthReport(roads=len(lanes), junctions=junctions, tapers=pockets)
+        if request.spawn_agents and lanes:
+            agents = spawn_agents(lanes, request, first_tile=not request.ports, config=self.config.city_spawn)
+        else:
+            agents = AgentSpawns.none()
+        return TileContent(lanes, links, agents), report
 
     def generate(self, request: TileRequest) -> TileContent:
         return self.generate_with_report(request)[0]
@@ -57,6 +100,10 @@ class ProceduralGenerator(TileGenerator):
     def generate_with_report(self, request: TileRequest) -> tuple[TileContent, GrowthReport]:
         """:meth:`generate` plus counters (roads grown / stopped, junctions, tapers) for statistics."""
         cfg, frame = self.config, request.frame
+        if cfg.layout == "city":
+            city = self._city_tile(request)
+            if city is not None:
+                return city
         occupancy = Occupancy()
         radius = (frame.size_m / 2.0 + cfg.obstacle_reach_m) * np.sqrt(2.0)
         occupancy.add_known_lanes(request.graph, request.graph.near(frame.center_xy, radius), frame.center_xy,

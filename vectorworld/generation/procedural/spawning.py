@@ -60,6 +60,22 @@ class SpawnConfig:
     existing_clearance_m: float = 10.0
     first_tile_clear_radius_m: float = 12.0
     max_agents: int = 24
+    car_length_m: tuple[float, float] = (4.75, 0.3)
+    car_width_m: tuple[float, float] = (2.0, 0.1)
+    """Mean and standard deviation of car sizes (m)."""
+    pedestrians: tuple[int, int] = (1, 2)
+    """How many pedestrians (min, max) a tile gets when it gets any (``pedestrian_prob``)."""
+    sidewalk_offset_m: tuple[float, float] = (2.3, 3.3)
+    """Where pedestrians stand: this far (m) beyond the curb lane's edge."""
+    pedestrian_clearance_m: float = 1.0
+    """Pedestrians keep this far (m) beyond the edge of every lane (turns sweep past street corners)."""
+    pedestrian_pair_prob: float = 0.0
+    """Chance that a pedestrian walks with a companion 1.05-1.5 m beside."""
+    queue_prob: float = 0.0
+    """Chance that a lane ending at a junction starts with a queue of stopped cars at its end."""
+    queue_cars: tuple[int, int] = (1, 4)
+    queue_gap_m: tuple[float, float] = (1.5, 3.5)
+    """Bumper gaps (m) in a standing queue."""
 
 
 @dataclass
@@ -151,16 +167,30 @@ def spawn_agents(lanes: tuple[Lane, ...], request: TileRequest, first_tile: bool
             return ok & (np.linalg.norm(local, axis=-1) >= config.first_tile_clear_radius_m)
         return ok & (local[..., 0] >= 0.0)
 
-    candidates = _vehicles(lanes, rng, config, eligible, _successor_curvature(lanes, request.graph))
+    candidates = _vehicles(lanes, rng, config, eligible, _successor_curvature(lanes, request.graph),
+                           _ends_at_junction(lanes, request.graph))
     candidates += _parked(lanes, by_id, rng, config, eligible, clearance)
     candidates += _vulnerable(lanes, rng, config, eligible, clearance)
     return _accept(candidates, request.existing_agents_xy, config)
 
 
+def _ends_at_junction(lanes: tuple[Lane, ...], graph: LaneGraph) -> dict[int, bool]:
+    """Whether each (non-connector) lane leads into junction connectors only."""
+    by_id = {lane.id: lane for lane in lanes}
+    out = {}
+    for lane in lanes:
+        nxt = [by_id.get(i) or (graph[i] if i in graph else None) for i in lane.successors]
+        out[lane.id] = (lane.lane_type != LaneType.CONNECTOR and bool(nxt)
+                        and all(n is not None and n.lane_type == LaneType.CONNECTOR for n in nxt))
+    return out
+
+
 def _size(rng: np.random.Generator, config: SpawnConfig, trucks: bool = True) -> tuple[float, float]:
     if trucks and rng.random() < config.truck_prob:
         return float(rng.uniform(7.0, 11.0)), float(rng.uniform(2.3, 2.6))
-    return float(np.clip(rng.normal(4.75, 0.3), 4.2, 5.4)), float(np.clip(rng.normal(2.0, 0.1), 1.8, 2.2))
+    (length, sd), (width, wsd) = config.car_length_m, config.car_width_m
+    return (float(np.clip(rng.normal(length, sd), 4.2, length + 0.65)),
+            float(np.clip(rng.normal(width, wsd), 1.8, width + 0.2)))
 
 
 def _successor_curvature(lanes: tuple[Lane, ...], graph: LaneGraph) -> dict[int, float]:
@@ -175,12 +205,14 @@ def _successor_curvature(lanes: tuple[Lane, ...], graph: LaneGraph) -> dict[int,
 
 
 def _vehicles(lanes: tuple[Lane, ...], rng: np.random.Generator, config: SpawnConfig,
-              eligible: Eligible, next_kappa: dict[int, float]) -> list[_Candidate]:
+              eligible: Eligible, next_kappa: dict[int, float],
+              queued_at_end: dict[int, bool] | None = None) -> list[_Candidate]:
     """Moving (and some stopped) vehicles in lane, queued from each lane's downstream end backwards.
 
     Speeds respect the lane's limit, its curves, the gap ahead, and the curve after the lane's end
     (reachable with comfortable braking)."""
     out = []
+    queued_at_end = queued_at_end or {}
     for lane in lanes:
         if lane.lane_type == LaneType.CONNECTOR and rng.random() >= config.connector_prob:
             continue
@@ -190,16 +222,26 @@ def _vehicles(lanes: tuple[Lane, ...], rng: np.random.Generator, config: SpawnCo
         s_lo, s_hi = float(lane.arc_length[ok].min()), float(lane.arc_length[ok].max())
         rows = []  # s, length, width, lateral, speed factor, stopped, heading noise, gap to the one ahead
         s, gap_ahead = s_hi - float(rng.uniform(0.0, config.mean_extra_gap_m)), np.inf
+        queue = 0
+        if (config.queue_prob > 0.0 and queued_at_end.get(lane.id, False) and bool(ok[-1])
+                and rng.random() < config.queue_prob):
+            queue = int(rng.integers(config.queue_cars[0], config.queue_cars[1] + 1))
+            s = s_hi - float(rng.uniform(2.5, 4.0))  # the first car waits at the stop line
         while s >= s_lo:
             length, width = _size(rng, config)
+            stopped = len(rows) < queue or rng.random() < config.stopped_prob
             rows.append((s, length, width, float(np.clip(rng.normal(0.0, 0.15), -0.3, 0.3)),
-                         float(rng.uniform(*config.speed_factor)), float(rng.random() < config.stopped_prob),
+                         float(rng.uniform(*config.speed_factor)), float(stopped),
                          float(rng.normal(0.0, 0.02)), gap_ahead))
-            gap_ahead = config.min_gap_m + float(rng.exponential(config.mean_extra_gap_m))
+            in_queue = len(rows) < queue
+            gap_ahead = (float(rng.uniform(*config.queue_gap_m)) if in_queue
+                         else config.min_gap_m + float(rng.exponential(config.mean_extra_gap_m)))
             s -= length + gap_ahead
         if not rows:
             continue
         v = np.array(rows)
+        # bumper gaps as placed: centre distance less both half lengths (the planned gap counted the one ahead)
+        v[1:, 7] = v[:-1, 0] - v[1:, 0] - (v[:-1, 1] + v[1:, 1]) / 2.0
         xy, yaw = _lane_poses(lane, v[:, 0])
         keep = np.cumprod(eligible(xy)).astype(bool)  # stop at the first one outside the area
         radius = 1.0 / np.maximum(_max_curvature(lane, geometry.curvature(lane.points), v[:, 0]), 1e-4)
@@ -273,18 +315,24 @@ def _vulnerable(lanes: tuple[Lane, ...], rng: np.random.Generator, config: Spawn
                                  np.array([speed]))[0]
             out.append(_Candidate(pos, yaw, speed, 1.8, 0.7, AgentType.CYCLIST, lane.id, code, True))
     if rng.random() < config.pedestrian_prob:
-        for _ in range(int(rng.integers(1, 3))):
+        for _ in range(int(rng.integers(config.pedestrians[0], config.pedestrians[1] + 1))):
             lane = curbs[int(rng.integers(len(curbs)))]
             s = float(rng.uniform(0.0, lane.length_m))
             xy, yaw = _lane_pose(lane, s)
-            pos = xy - (lane.width_m / 2.0 + float(rng.uniform(2.3, 3.3))) * np.array([-np.sin(yaw), np.cos(yaw)])
+            pos = xy - (lane.width_m / 2.0 + float(rng.uniform(*config.sidewalk_offset_m))) * np.array(
+                [-np.sin(yaw), np.cos(yaw)])
             heading = float(geometry.wrap_angle(yaw + (np.pi if rng.random() < 0.5 else 0.0)))
             speed = 0.0 if rng.random() < 0.3 else float(rng.uniform(0.8, 1.6))
             motion = np.zeros((MOTION_POINTS, 2))
             if speed > 0.0:
                 motion[:, 0] = -speed * MOTION_HORIZON_S * np.linspace(1.0, 0.0, MOTION_POINTS)
-            if eligible(pos) and clearance.clear(pos[None], 1.0, ()):
+            if eligible(pos) and clearance.clear(pos[None], config.pedestrian_clearance_m, ()):
                 out.append(_Candidate(pos, heading, speed, 0.6, 0.6, AgentType.PEDESTRIAN, OFF_LANE, motion, False))
+                if config.pedestrian_pair_prob > 0.0 and rng.random() < config.pedestrian_pair_prob:
+                    beside = pos + float(rng.uniform(1.05, 1.5)) * np.array([np.sin(yaw), -np.cos(yaw)])
+                    if eligible(beside) and clearance.clear(beside[None], config.pedestrian_clearance_m, ()):
+                        out.append(_Candidate(beside, heading, speed, 0.6, 0.6, AgentType.PEDESTRIAN, OFF_LANE,
+                                              motion.copy(), False))
     return out
 
 

@@ -1,0 +1,157 @@
+"""Cutting a tile out of a :class:`~vectorworld.generation.procedural.city_plan.CityPlan`.
+
+A tile gets every plan piece that reaches into its square and is not in the known world yet, and every
+connector of a junction it touches (junctions come whole, so no connector appears later beside traffic
+already on its neighbours). Pieces already known are recognised by their end points (the plan computes
+them bit for bit the same every time); edges to them become links. A port is *on the plan* when a plan
+piece ends (out port) or starts (in port) exactly there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.generation.base import TileFrame
+from vectorworld.generation.procedural.city_plan import CityPlan, Key, PlanLane
+from vectorworld.scene import Lane, LaneGraph
+
+MATCH_DECIMALS = 3
+SAMPLE_M = 1.0
+
+
+@dataclass(frozen=True)
+class CityAnchor:
+    """Where the plan frame sits in the world: origin (2,) m global and yaw (rad); ``cache`` keeps every
+    piece's global points, centre and radius (m) once computed (the plan never changes)."""
+
+    origin: np.ndarray
+    yaw: float
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def placed(self, lane: PlanLane) -> tuple[np.ndarray, np.ndarray, float]:
+        hit = self.cache.get(lane.key)
+        if hit is None:
+            pts = geometry.to_global(lane.points, self.origin, self.yaw)
+            mid = pts.mean(0)
+            hit = self.cache[lane.key] = (pts, mid, float(np.linalg.norm(pts - mid, axis=-1).max()))
+        return hit
+
+
+def _end_key(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
+    return tuple(np.round(np.concatenate([a, b]), MATCH_DECIMALS).tolist())  # type: ignore[return-value]
+
+
+class CityRegion:
+    """The plan pieces around a tile, in the global frame, with their predecessors."""
+
+    def __init__(self, plan: CityPlan, anchor: CityAnchor, frame: TileFrame, margin_m: float = 80.0) -> None:
+        self.plan, self.anchor = plan, anchor
+        corners = geometry.to_local(
+            geometry.box_corners(frame.center_xy, np.float64(frame.yaw), np.float64(frame.size_m),
+                                 np.float64(frame.size_m)), anchor.origin, anchor.yaw)
+        lo, hi = corners.min(0) - margin_m, corners.max(0) + margin_m
+        self.lanes: dict[Key, PlanLane] = {}
+        self.points: dict[Key, np.ndarray] = {}
+        for lane in self._plan_lanes(lo, hi):
+            self.lanes.setdefault(lane.key, lane)
+        self.reach: dict[Key, tuple[np.ndarray, float]] = {}
+        for key, lane in self.lanes.items():
+            self.points[key], mid, radius = anchor.placed(lane)
+            self.reach[key] = (mid, radius)
+        self.predecessors: dict[Key, list[Key]] = {k: [] for k in self.lanes}
+        for key, lane in self.lanes.items():
+            for s in lane.successors:
+                if s in self.predecessors:
+                    self.predecessors[s].append(key)
+        self.starts = {tuple(np.round(p[0], MATCH_DECIMALS).tolist()) for p in self.points.values()}
+        self.ends = {tuple(np.round(p[-1], MATCH_DECIMALS).tolist()) for p in self.points.values()}
+
+    def _plan_lanes(self, lo: np.ndarray, hi: np.ndarray) -> list[PlanLane]:
+        plan, spacing = self.plan, self.plan.config.spacing_m
+        i_lo, i_hi = math.floor(lo[0] / spacing) - 1, math.ceil(hi[0] / spacing) + 1
+        j_lo, j_hi = math.floor(lo[1] / spacing) - 1, math.ceil(hi[1] / spacing) + 1
+        out: list[PlanLane] = []
+        for j in range(j_lo, j_hi + 1):
+            i = plan.next_junction(i_lo, j, -1)
+            while i <= i_hi:
+                out.extend(plan.junction(i, j))
+                out.extend(plan.segment(i, j, 0))
+                if plan.has_block(i, j):
+                    out.extend(plan.segment(i, j, 1))
+                i = plan.next_junction(i, j, 1)
+        return out
+
+    def on_plan(self, xy: np.ndarray, is_out: bool) -> bool:
+        point = tuple(np.round(xy, MATCH_DECIMALS).tolist())
+        return point in (self.ends if is_out else self.starts)
+
+    def selected(self, frame: TileFrame) -> list[Key]:
+        """Keys (sorted) of the pieces reaching into the tile, with every connector of touched junctions."""
+        hit = set()
+        reach = frame.size_m / np.sqrt(2.0) + 1.0
+        for key, pts in self.points.items():
+            mid, radius = self.reach[key]
+            if float(np.linalg.norm(mid - frame.center_xy)) > reach + radius:
+                continue
+            dense = geometry.resample_by_spacing(pts, SAMPLE_M) if len(pts) == 2 else pts
+            if bool(frame.contains(dense, 0.5).any()):
+                hit.add(key)
+        junctions = {key[1:3] for key in hit if key[0] == "conn"}
+        hit |= {key for key in self.lanes if key[0] == "conn" and key[1:3] in junctions}
+        return sorted(hit, key=repr)
+
+
+def known_by_ends(graph: LaneGraph, center_xy: np.ndarray, radius_m: float) -> dict[tuple, int]:
+    """Known lanes near ``center_xy`` by their rounded (start, end) points."""
+    out = {}
+    for lane_id in graph.near(center_xy, radius_m):
+        lane = graph[lane_id]
+        out[_end_key(lane.points[0], lane.points[-1])] = lane_id
+    return out
+
+
+def cut_tile(region: CityRegion, frame: TileFrame, graph: LaneGraph,
+             lane_ids) -> tuple[tuple[Lane, ...], tuple[tuple[int, int], ...], int, int]:  # noqa: ANN001
+    """The new lanes (with edges among themselves), links to known lanes, and how many junctions and
+    left-turn pockets they hold. lane_ids: the request's IdAllocator."""
+    known = known_by_ends(graph, frame.center_xy, frame.size_m * 2.5)
+
+    def known_id(key: Key) -> int | None:
+        pts = region.points.get(key)
+        return None if pts is None else known.get(_end_key(pts[0], pts[-1]))
+
+    keys = [k for k in region.selected(frame) if known_id(k) is None]
+    ids = {k: lane_ids() for k in keys}
+    succ: dict[int, list[int]] = {i: [] for i in ids.values()}
+    pred: dict[int, list[int]] = {i: [] for i in ids.values()}
+    links: list[tuple[int, int]] = []
+    for key in keys:
+        me = ids[key]
+        for s in region.lanes[key].successors:
+            if s in ids:
+                succ[me].append(ids[s])
+                pred[ids[s]].append(me)
+            elif (other := known_id(s)) is not None:
+                links.append((me, other))
+        for p in region.predecessors.get(key, ()):
+            if p not in ids and (other := known_id(p)) is not None:
+                links.append((other, me))
+    left: dict[int, list[int]] = {i: [] for i in ids.values()}
+    right: dict[int, list[int]] = {i: [] for i in ids.values()}
+    for key in keys:
+        lk = region.lanes[key].left
+        if lk is not None and lk in ids:
+            left[ids[key]].append(ids[lk])
+            right[ids[lk]].append(ids[key])
+    lanes = []
+    for key in keys:
+        plan_lane, i = region.lanes[key], ids[key]
+        lanes.append(Lane(i, region.points[key], width_m=plan_lane.width_m, speed_limit_mps=plan_lane.speed_limit_mps,
+                          lane_type=plan_lane.lane_type, successors=tuple(succ[i]), predecessors=tuple(pred[i]),
+                          left_neighbors=tuple(left[i]), right_neighbors=tuple(right[i])))
+    junctions = len({k[1:3] for k in keys if k[0] == "conn"})
+    return tuple(lanes), tuple(links), junctions, sum(k[0] == "pocket" for k in keys)
