@@ -197,13 +197,22 @@ def test_ego_planner_reads_the_junction_decision_of_deltasim(monkeypatch) -> Non
         return grant(self, inp, requests)
 
     monkeypatch.setattr(IdmCore, "grant", counting)
+    from vectorworld.generation.procedural.generator import ProceduralConfig, ProceduralGenerator
+
     session = Session(SessionConfig(seed=0, target_km=0.2, npc_policy="deltasim"))
+    # The organic layout: in the city, on ~2 of 60 steps at a lane border the shared core's route path (ΔSim's
+    # cache) starts one lane earlier than a fresh core's, and the two plans differ (left to the right-of-way
+    # service of issue 18, which replaces the sharing).
+    session.generator = ProceduralGenerator(ProceduralConfig(layout="organic"))
     session.reset()
     assert session.npc_policy._idm_core is session.planner.core
     alone = IdmRoutePlanner()
+    seen: list[PolicyInput] = []  # the input the session's planner was given (after this step's spawns)
+    planned = session.planner.plan
+    monkeypatch.setattr(session.planner, "plan", lambda inp: seen.append(inp) or planned(inp))
     for _ in range(40):
-        inp = session.policy_input(np.zeros(session.agents.capacity, bool))
         session.advance()
+        inp = seen[-1]
         # A planner with its own core decides the same state from scratch (its clocks: fresh, like the
         # shared core's at this point only while nobody has waited yet).
         if not session.planner.core._waited_s:
