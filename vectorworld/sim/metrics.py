@@ -157,7 +157,7 @@ class MetricTracker:
         ego_dist = float(np.linalg.norm(after.xy[ego_slot] - before.xy[ego_slot]))
         return StepMetrics(ego_hits, bool(offroad[ego_slot]), new_contacts, new_offroad, infeasible,
                            counted, self._comfortable(before, after, ego_slot), ego_dist,
-                           bool(abs(after.speed[ego_slot]) < EGO_STOPPED_MPS))
+                           ego_stopped=bool(abs(after.speed[ego_slot]) < EGO_STOPPED_MPS))
 
     def _overlaps(self, after: Agents, box: np.ndarray) -> np.ndarray:
         """(C, C) bool: overlapping valid boxes. Only pairs with a box that changed are tested again."""
