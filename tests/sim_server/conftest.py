@@ -16,6 +16,22 @@ from sim_server.server import SimServer, create_server
 from vectorworld.sim.config import SessionConfig
 
 TEST_DEFAULTS = SessionConfig(generator="test-straight", target_km=0.05)
+
+
+def drive_local_and_served(client: SimClient, seed: int, target_km: float) -> tuple:
+    """One episode driven to its end in-process and in a served session (the built-in planner):
+    (local Session, its last Observation, the RemoteSession, its last Observation)."""
+    from vectorworld.sim.session import Session
+
+    local = Session(dataclasses.replace(TEST_DEFAULTS, seed=seed, target_km=target_km))
+    obs = local.reset()
+    while not obs.done:
+        obs = local.step()
+    remote = client.create_session(seed=seed, target_km=target_km)
+    robs = remote.observation
+    while not robs.done:
+        robs = remote.step()
+    return local, obs, remote, robs
 """Short episodes: ~65 steps of the straight two-lane test world."""
 
 

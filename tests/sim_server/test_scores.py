@@ -3,12 +3,9 @@ episode run locally does."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from sim_server.client import SimClient
-from tests.sim_server.conftest import TEST_DEFAULTS
+from tests.sim_server.conftest import drive_local_and_served
 from vectorworld.scoring import SUB_METRICS
-from vectorworld.sim.session import Session
 from vectorworld.v1 import simulator_service_pb2 as pb
 
 SCORE_FIELDS = ("cls", "driving_score", "route_completion", "at_fault_collisions", "infractions_per_km",
@@ -16,16 +13,8 @@ SCORE_FIELDS = ("cls", "driving_score", "route_completion", "at_fault_collisions
 
 
 def test_get_session_reports_the_scores_of_the_local_episode(client: SimClient, stub) -> None:  # noqa: ANN001
-    config = dataclasses.replace(TEST_DEFAULTS, seed=4, target_km=0.06)
-    local = Session(config)
-    obs = local.reset()
-    while not obs.done:
-        obs = local.step()
+    local, _, remote, _ = drive_local_and_served(client, seed=4, target_km=0.06)
     expected = local.report()
-    remote = client.create_session(seed=4, target_km=0.06)
-    robs = remote.observation
-    while not robs.done:
-        robs = remote.step()
     served = client.get_session(remote.id).report
     for name in SCORE_FIELDS:
         assert served[name] == expected[name], name

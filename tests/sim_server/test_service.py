@@ -10,7 +10,7 @@ import pytest
 
 from sim_server.client import SimClient
 from sim_server.server import create_server
-from tests.sim_server.conftest import TEST_DEFAULTS, server_config
+from tests.sim_server.conftest import TEST_DEFAULTS, drive_local_and_served, server_config
 from vectorworld.batch.episode import run_episode
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.observation import EndReason
@@ -84,16 +84,9 @@ def test_stream_lazy_commands_follow_observations(client: SimClient) -> None:
 
 
 def test_served_session_matches_local_session_and_rollout(client: SimClient) -> None:
-    config = dataclasses.replace(TEST_DEFAULTS, seed=11, target_km=0.08)
-    local = Session(config)
-    obs = local.reset()
-    while not obs.done:
-        obs = local.step()
+    local, obs, remote, robs = drive_local_and_served(client, seed=11, target_km=0.08)
+    config = local.config
     local_report = local.report()
-    remote = client.create_session(seed=11, target_km=0.08)
-    robs = remote.observation
-    while not robs.done:
-        robs = remote.step()
     served_report = remote.close()
     rollout_report = run_episode(config)
     for name in DETERMINISTIC_FIELDS:
