@@ -14,6 +14,7 @@ import numpy as np
 
 from vectorworld.errors import ConfigError
 from vectorworld.scene import Agents, LaneGraph
+from vectorworld.signals import SignalView
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class PolicyInput:
     controlled: (C,) bool, the slots this policy must move.
     routes: agent id -> lane ids the agent intends to follow, starting with its current lane.
     motion_codes: agent id -> (6, 2) body-frame recent path from the generator (warm start), if any.
+    signals: the state of every traffic light of the known world at this step.
     """
 
     agents: Agents
@@ -34,6 +36,7 @@ class PolicyInput:
     step: int
     dt_s: float = 0.1
     motion_codes: Mapping[int, np.ndarray] = field(default_factory=dict)
+    signals: SignalView = field(default_factory=SignalView.empty)
 
 
 class Policy(abc.ABC):

@@ -15,7 +15,14 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from policies.base import Policy, PolicyInput, register_policy
-from policies.junctions import ConflictMap, JunctionRequest, grant_connectors
+from policies.junctions import (
+    SIGNAL_LOOKAHEAD_M,
+    ConflictMap,
+    JunctionRequest,
+    grant_connectors,
+    signal_holds,
+    yields_on_green,
+)
 from vectorworld import geometry
 from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
 from vectorworld.world.routes import RoutePath, build_path
@@ -105,6 +112,8 @@ class PathProfile:
     """How far along the path the agent can be: it is on the first lane (the route book drops lanes driven
     past), so projecting onto that stretch is enough, and a later part of the path that bends back near
     the agent is never mistaken for its position."""
+    signal_lanes: tuple[tuple[int, float], ...] = ()
+    """(lane id, arc length of its start: the stop point) of every signalised lane after the first one."""
 
     @classmethod
     def build(cls, graph: LaneGraph, route: tuple[int, ...], p: IdmParams) -> PathProfile:
@@ -114,13 +123,15 @@ class PathProfile:
         kappa = geometry.curvature(path.points)
         cap = np.minimum(limit, np.sqrt(p.max_lat_accel_mps2 / np.maximum(kappa, 1e-4)))
         connector, connector_s, start = -1, np.inf, 0.0
+        signal_lanes = []
         for k, lane in enumerate(lanes):
-            if k > 0 and lane.lane_type == LaneType.CONNECTOR:
+            if k > 0 and lane.lane_type == LaneType.CONNECTOR and connector < 0:
                 connector, connector_s = lane.id, start
-                break
+            if k > 0 and lane.signal is not None:
+                signal_lanes.append((lane.id, start))
             start += lane.length_m
         return cls(path, cap, connector, connector_s, tuple(lanes), UniformPath.resample(path.points, path.s, cap),
-                   lanes[0].length_m + 2.0)
+                   lanes[0].length_m + 2.0, tuple(signal_lanes))
 
 
 @runtime_checkable
@@ -243,6 +254,8 @@ class IdmCore:
             agent_id = int(a.id[slot])
             if agent_id in held:
                 stop_at[row] = min(stop_at[row], entry_s[agent_id] - 0.5 + a.length[slot] / 2.0)
+        light_s, _ = self.signal_stops(inp, slots, profiles, s_now)
+        stop_at = np.minimum(stop_at, light_s - 0.5 + a.length[slots] / 2.0)
         gap, lead_speed = np.full(n, np.inf), np.zeros(n)  # agents without a route stop anyway
         gap[rows], lead_speed[rows] = self._leaders(inp, slots[rows], ahead[rows], ahead_s[rows], s_now[rows])
         virtual_gap = stop_at - s_now - a.length[slots] / 2.0
@@ -257,6 +270,41 @@ class IdmCore:
         paths = [None if pr is None else pr.path for pr in profiles]
         return IdmPlan(slots, accel, paths, s_now, lateral, routed, uniform, gap, lead_speed)
 
+    def signal_stops(self, inp: PolicyInput, slots: np.ndarray, profiles: list[PathProfile | None],
+                     s_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) arc length of the stop point where a traffic light holds each slot (the start of the first
+        signalised lane ahead within :data:`SIGNAL_LOOKAHEAD_M` whose light holds it, see
+        :func:`policies.junctions.signal_holds`; inf where no light does) and that lane's id (N,) (-1)."""
+        out = np.full(len(slots), np.inf)
+        lane_out = np.full(len(slots), -1, np.int64)
+        signals = inp.signals
+        if not len(signals):
+            return out, lane_out
+        a = inp.agents
+        rows, starts, states, lanes = [], [], [], []
+        for row, profile in enumerate(profiles):
+            if profile is None or not profile.signal_lanes:
+                continue
+            for lane_id, start in profile.signal_lanes:
+                if start - s_now[row] > SIGNAL_LOOKAHEAD_M:
+                    break
+                state = signals.state(lane_id)
+                if state is not None and start >= s_now[row]:
+                    rows.append(row)
+                    starts.append(start)
+                    states.append(int(state))
+                    lanes.append(lane_id)
+        if not rows:
+            return out, lane_out
+        rows_a, starts_a = np.array(rows), np.array(starts)
+        slot_r = np.asarray(slots)[rows_a]
+        hold = signal_holds(np.array(states), a.speed[slot_r], starts_a - s_now[rows_a] - a.length[slot_r] / 2.0,
+                            self.params.max_decel_mps2)
+        for row, start, lane_id in zip(rows_a[hold], starts_a[hold], np.array(lanes)[hold], strict=True):
+            if start < out[row]:
+                out[row], lane_out[row] = start, lane_id
+        return out, lane_out
+
     def junction_request(self, agent_id: int, connector: int, distance_m: float, speed_mps: float) -> JunctionRequest:
         """A request to enter ``connector``, ``distance_m`` ahead of an agent driving at ``speed_mps``."""
         return JunctionRequest(agent_id, connector, distance_m, self._committed(speed_mps, distance_m))
@@ -266,12 +314,37 @@ class IdmCore:
         it advances the waiting clocks): the requests that stand (those into a blocked exit are dropped
         unless committed) and the ids of the agents granted their connector."""
         requested = {r.agent_id for r in requests}
-        requests = self._exit_clear(inp, requests)
+        requests = self._exit_clear(inp, self._lights(inp, requests))
         granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests,
                                    self._waited_s)
         self._update_waits(inp, requests, granted)
         self._last_grant = (inp.agents, inp.step, requested, granted)
         return requests, granted
+
+    def _lights(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
+        """Drop the requests a traffic light holds (they neither go nor reserve their connector, and their
+        waiting clock does not run); mark permissive green lefts as yielding."""
+        signals = inp.signals
+        if not len(signals) or not requests:
+            return requests
+        a = inp.agents
+        lit = [k for k, r in enumerate(requests) if signals.state(r.connector) is not None]
+        if not lit:
+            return requests
+        slot_of = {int(i): k for k, i in enumerate(a.id.tolist()) if a.valid[k]}
+        slots = np.array([slot_of.get(requests[k].agent_id, 0) for k in lit])
+        states = np.array([int(signals.state(requests[k].connector)) for k in lit])
+        front = np.array([requests[k].distance_m for k in lit]) - a.length[slots] / 2.0
+        hold = signal_holds(states, a.speed[slots], front, self.params.max_decel_mps2)
+        held = {lit[k] for k in np.nonzero(hold)[0].tolist()}
+        out = []
+        for k, r in enumerate(requests):
+            if k in held:
+                continue
+            if k in lit and yields_on_green(inp.graph, signals, r.connector):
+                r = JunctionRequest(r.agent_id, r.connector, r.distance_m, r.committed, yields=True)
+            out.append(r)
+        return out
 
     def decision(self, inp: PolicyInput) -> tuple[set[int], set[int]] | None:
         """(ids that requested a connector, ids granted one) of this step's :meth:`grant` for the state of

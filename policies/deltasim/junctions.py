@@ -85,9 +85,15 @@ class JunctionStops:
                 requests.append(core.junction_request(int(a.id[slot]), profile.connector, float(ahead[k]),
                                                       float(a.speed[slot])))
         _, granted = core.grant(inp, requests)
-        # Every request not granted is held -- those the exit check dropped (their exit is blocked) too, as
-        # IDM holds them: an agent whose exit is blocked waits before the junction, not inside it.
-        held = sorted((r.agent_id, r.connector) for r in requests if r.agent_id not in granted)
+        # Every request not granted is held -- those the exit check dropped (their exit is blocked) or a red
+        # light holds too, as IDM holds them: an agent whose exit is blocked waits before the junction.
+        held_at = {r.agent_id: r.connector for r in requests if r.agent_id not in granted}
+        # A red light holds an agent from farther away than the junction approach (as IDM sees lights).
+        s_m = np.where(np.isfinite(fix.s_m), fix.s_m, 0.0)
+        _, light_lane = core.signal_stops(inp, slots, fix.profiles, s_m)
+        for k in np.nonzero(light_lane >= 0)[0].tolist():
+            held_at.setdefault(int(a.id[int(slots[k])]), int(light_lane[k]))
+        held = sorted(held_at.items())
         if not held:
             return HeldAgents.none()
         starts = np.array([inp.graph[c].points[:2] for _, c in held])            # (H, 2, 2)

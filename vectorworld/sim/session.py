@@ -14,14 +14,17 @@ import numpy as np
 from policies.base import Policy, PolicyInput, make_policy
 from policies.ego import EgoPlanner, load_planner, reset_planner, share_idm_core
 from vectorworld import DT_S, geometry
+from vectorworld.data.signal_replay import replay_signals
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
 from vectorworld.generation import make_generator
 from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
 from vectorworld.scoring import EpisodeScorer
+from vectorworld.signals import SignalBoard, SignalView, is_red, is_yellow
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
 from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
+from vectorworld.sim.red_lights import red_light_entry
 from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
 from vectorworld.vehicle.commands import (
     ControlCommand,
@@ -74,6 +77,7 @@ class Session:
         self.agents = Agents.empty(self.config.agent_capacity)
         self.routes = RouteBook()
         self.spawns = SpawnBook()
+        self.signal_board = SignalBoard()
         self.metrics = EpisodeMetrics()
         self.tracker = MetricTracker(self.config.agent_capacity, DT_S)
         self.scorer = EpisodeScorer(DT_S)
@@ -116,7 +120,9 @@ class Session:
         sc = self.scenario
         if sc.sdc_index < 0:
             raise ConfigError(f"scenario {sc.scenario_id} has no ego (SDC) track to drive")
-        self.world.add_known_map(list(sc.map.lanes.lanes.values()))
+        lights = replay_signals(sc.signals, sc.map.lanes, sc.current_index, DT_S)
+        self.world.add_known_map([dataclasses.replace(lane, signal=lights[lane.id]) if lane.id in lights else lane
+                                  for lane in sc.map.lanes.lanes.values()])
         self._pending_lanes.extend(self.world.graph.lanes.values())  # recordings carry the real map
         capacity = max(self.config.agent_capacity, sc.tracks.num_tracks + 32)
         self.agents = sc.agents_at(capacity=capacity)
@@ -193,6 +199,13 @@ class Session:
         self.step_index += 1
         step_metrics = self.tracker.step(before, self.agents, self.ego_slot, before.valid & self.agents.valid,
                                          self.world.drivable)
+        e = self.ego_slot
+        red = red_light_entry(before.xy[e], float(before.yaw[e]), self.agents.xy[e], float(self.agents.yaw[e]),
+                              float(self.agents.length[e]), inp.signals, self.world.graph,
+                              self.routes.get(self.ego_id))
+        if red is not None:
+            step_metrics = dataclasses.replace(step_metrics, ego_red_light=True)
+            self.scorer.red_light(self.step_index, red)
         self.metrics.add(step_metrics)
         routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
         self.scorer.step(self.step_index, self.agents, self.ego_slot, self.world.graph,
@@ -318,12 +331,29 @@ class Session:
         a = self.agents
         routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
         in_traffic = np.isin(a.id, routed) & a.valid  # not parked cars
-        progressed = (np.linalg.norm(a.xy - self._stuck_at, axis=-1) > STUCK_PROGRESS_M) | ~in_traffic
+        progressed = ((np.linalg.norm(a.xy - self._stuck_at, axis=-1) > STUCK_PROGRESS_M) | ~in_traffic
+                      | self._waiting_for_light())
         self._stuck_at = np.where(progressed[:, None], a.xy, self._stuck_at)
         self._stopped_s = np.where(progressed, 0.0, self._stopped_s + DT_S)
         stuck = self._stopped_s > STUCK_TIMEOUT_S
         self.stuck_removed += int((stuck & self.agents.valid).sum() - stuck[self.ego_slot])
         return stuck
+
+    def _waiting_for_light(self) -> np.ndarray:
+        """(C,) agents queued at a red or yellow light: one of the next two lanes of their route is signalised
+        and not green. Waiting for a light is no jam: their stuck clock does not run."""
+        out = np.zeros(self.agents.capacity, bool)
+        view = self.signals()
+        if not len(view):
+            return out
+        stopped = {int(i) for i, st in zip(view.lane_ids, view.rule_states, strict=True)
+                   if is_red(st) or is_yellow(st)}
+        if not stopped:
+            return out
+        for slot in np.nonzero(self.agents.valid)[0]:
+            route = self.routes.get(int(self.agents.id[slot]))
+            out[slot] = any(lane in stopped for lane in route[1:3])
+        return out
 
     def _at_world_edge(self) -> np.ndarray:
         """(C,) NPCs that reached the open end of their route (the world is not generated beyond it
@@ -343,11 +373,15 @@ class Session:
         return out
 
     # ----------------------------------------------------------------- views
+    def signals(self) -> SignalView:
+        """The state of every traffic light of the known world at the current step."""
+        return self.signal_board.view(self.world.graph, self.step_index * DT_S)
+
     def policy_input(self, controlled: np.ndarray) -> PolicyInput:
         """What a policy or planner sees of the current step, with ``controlled`` (C,) the slots it moves."""
         return PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
                            routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
-                           dt_s=DT_S, motion_codes=self.spawns.motion_codes)
+                           dt_s=DT_S, motion_codes=self.spawns.motion_codes, signals=self.signals())
 
     def observe(self, radius_m: float | None = None) -> Observation:
         radius = self.config.observation_radius_m if radius_m is None else radius_m
