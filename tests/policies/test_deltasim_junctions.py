@@ -56,10 +56,16 @@ def _held(inp: PolicyInput) -> HeldAgents:
 
 def _held_by_idm(core: IdmCore, inp: PolicyInput) -> set[int]:
     """Reference: the agents IDM's own bookkeeping would hold (requests of everyone, as IdmCore.plan: every
-    requester not granted, those whose request the exit check dropped included)."""
+    requester not granted, those whose request the exit check dropped or a light holds included, and every
+    agent a red or yellow light holds from farther away)."""
     requests = core._other_requests(inp, np.zeros(0, np.int64))
     _, granted = core.grant(inp, requests)
-    return {r.agent_id for r in requests} - granted
+    a = inp.agents
+    slots = np.nonzero(a.valid)[0]
+    profiles = core.profiles(inp, a.id[slots].tolist())
+    s_now, _ = core._positions(inp, slots, profiles)
+    _, light_lane = core.signal_stops(inp, slots, profiles, s_now)
+    return ({r.agent_id for r in requests} - granted) | set(a.id[slots[light_lane >= 0]].tolist())
 
 
 def test_an_agent_whose_exit_is_blocked_is_held(crossing_connectors: LaneGraph) -> None:

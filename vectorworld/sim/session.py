@@ -327,14 +327,16 @@ class Session:
     def _stuck(self) -> np.ndarray:
         """(C,) NPCs in traffic (on a route; parked cars never count) that have not made
         ``STUCK_PROGRESS_M`` of progress (crawling in a jam counts) for ``STUCK_TIMEOUT_S``: they are
-        removed (as SUMO teleports jammed vehicles), so a local jam never blocks an episode forever."""
+        removed (as SUMO teleports jammed vehicles), so a local jam never blocks an episode forever. Time spent
+        waiting at a red or yellow light does not count."""
         a = self.agents
         routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
         in_traffic = np.isin(a.id, routed) & a.valid  # not parked cars
-        progressed = ((np.linalg.norm(a.xy - self._stuck_at, axis=-1) > STUCK_PROGRESS_M) | ~in_traffic
-                      | self._waiting_for_light())
+        progressed = (np.linalg.norm(a.xy - self._stuck_at, axis=-1) > STUCK_PROGRESS_M) | ~in_traffic
         self._stuck_at = np.where(progressed[:, None], a.xy, self._stuck_at)
-        self._stopped_s = np.where(progressed, 0.0, self._stopped_s + DT_S)
+        # The clock pauses (not resets) while an agent waits for a light: a car that does not move on green
+        # still leaves after STUCK_TIMEOUT_S of green time.
+        self._stopped_s = np.where(progressed, 0.0, self._stopped_s + np.where(self._waiting_for_light(), 0.0, DT_S))
         stuck = self._stopped_s > STUCK_TIMEOUT_S
         self.stuck_removed += int((stuck & self.agents.valid).sum() - stuck[self.ego_slot])
         return stuck
