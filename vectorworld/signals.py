@@ -203,6 +203,12 @@ class SignalView:
         k = self._index.get(int(lane_id))
         return None if k is None else SignalState(int(self.rule_states[k]))
 
+    def subset(self, lane_ids: Iterable[int]) -> SignalView:
+        """The lights of the lanes among ``lane_ids`` (a view of fewer lanes)."""
+        keep = np.isin(self.lane_ids, np.fromiter(lane_ids, np.int64))
+        return SignalView(self.lane_ids[keep], self.states[keep], self.stop_xy[keep], self.stop_yaw[keep],
+                          self.width_m[keep], self.rule_states[keep])
+
     def as_dict(self) -> dict[int, SignalState]:
         return {int(i): SignalState(int(s)) for i, s in zip(self.lane_ids, self.states, strict=True)}
 

@@ -402,7 +402,8 @@ class Session:
                            terminated=self.end_reason in (EndReason.COLLISION, EndReason.GOAL_REACHED),
                            truncated=self.end_reason in (EndReason.MAX_STEPS, EndReason.LOG_ENDED,
                                                          EndReason.NO_ROAD),
-                           end_reason=self.end_reason, km=self.metrics.distance_m / 1000.0)
+                           end_reason=self.end_reason, km=self.metrics.distance_m / 1000.0,
+                           signals=self.signals().subset(lane.id for lane in lanes))
 
     def frame(self) -> Frame:
         """The full world state of the current step (for recordings and the debugger)."""
@@ -414,7 +415,7 @@ class Session:
                      removed_lane_ids=tuple(self._removed_lanes), ego_plan=self.ego_plan,
                      step_metrics=self._last_step_metrics, km=self.metrics.distance_m / 1000.0,
                      tile_ms=self._tile_ms_step, npc_policy_ms=self._npc_ms_step,
-                     end_reason=self.end_reason)
+                     end_reason=self.end_reason, signals=self.signals())
 
     def report(self) -> dict:
         """The per-episode report: DESIGN.md section 7 metrics plus bookkeeping."""
