@@ -12,7 +12,8 @@ import time
 import numpy as np
 
 from policies.base import Policy, PolicyInput, make_policy
-from policies.ego import EgoPlanner, load_planner, reset_planner, share_idm_core
+from policies.ego import EgoPlanner, load_planner, reset_planner
+from policies.right_of_way import RightOfWay
 from vectorworld import DT_S, geometry
 from vectorworld.data.signal_replay import replay_signals
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
@@ -26,6 +27,7 @@ from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.red_lights import red_light_entry
 from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
+from vectorworld.sim.stuck_causes import stuck_cause
 from vectorworld.vehicle.commands import (
     ControlCommand,
     EgoCommand,
@@ -58,7 +60,6 @@ class Session:
         self.log_replay = config.npc_policy == "log-replay"
         self.npc_policy = npc_policy or (None if self.log_replay else make_policy(config.npc_policy))
         self.planner = planner or load_planner(config.planner)
-        share_idm_core(self.planner, self.npc_policy)
         self.scenario = None
         if config.scenario is not None:
             from vectorworld.data.sources import load_scenario
@@ -66,6 +67,8 @@ class Session:
             self.scenario = load_scenario(config.scenario, nuplan_maps_dir=config.nuplan_maps_dir)
         self.driver: PolicyDriver | LogReplayDriver = (LogReplayDriver(self.scenario) if self.log_replay
                                                        else PolicyDriver(self.npc_policy))
+        self.right_of_way = RightOfWay()
+        """The per-step right-of-way service: one decision per step for every policy and planner."""
         self._reset_state()
 
     # ----------------------------------------------------------------- lifecycle
@@ -78,6 +81,7 @@ class Session:
         self.routes = RouteBook()
         self.spawns = SpawnBook()
         self.signal_board = SignalBoard()
+        self.right_of_way.reset()
         self.metrics = EpisodeMetrics()
         self.tracker = MetricTracker(self.config.agent_capacity, DT_S)
         self.scorer = EpisodeScorer(DT_S)
@@ -96,6 +100,7 @@ class Session:
         self._stopped_s = np.zeros(self.config.agent_capacity)
         self._stuck_at = np.zeros((self.config.agent_capacity, 2))
         self.stuck_removed = 0
+        self.stuck_causes: dict[str, int] = {}
         self.closed = False
 
     def reset(self) -> Observation:
@@ -339,7 +344,22 @@ class Session:
         self._stopped_s = np.where(progressed, 0.0, self._stopped_s + np.where(self._waiting_for_light(), 0.0, DT_S))
         stuck = self._stopped_s > STUCK_TIMEOUT_S
         self.stuck_removed += int((stuck & self.agents.valid).sum() - stuck[self.ego_slot])
+        self._count_causes(stuck & self.agents.valid)
         return stuck
+
+    def _count_causes(self, stuck: np.ndarray) -> None:
+        """Add each stuck NPC's cause (:mod:`vectorworld.sim.stuck_causes`) to ``stuck_causes``."""
+        if not stuck.any():
+            return
+        decision = self.right_of_way.last
+        held = dict(decision.held) if decision is not None else {}
+        by_light = decision.by_light if decision is not None else frozenset()
+        for slot in np.nonzero(stuck)[0].tolist():
+            if slot == self.ego_slot:
+                continue
+            cause = stuck_cause(self.agents, slot, self.routes.get(int(self.agents.id[slot])), self.world.graph,
+                                held, by_light)
+            self.stuck_causes[cause] = self.stuck_causes.get(cause, 0) + 1
 
     def _waiting_for_light(self) -> np.ndarray:
         """(C,) agents queued at a red or yellow light: one of the next two lanes of their route is signalised
@@ -380,10 +400,12 @@ class Session:
         return self.signal_board.view(self.world.graph, self.step_index * DT_S)
 
     def policy_input(self, controlled: np.ndarray) -> PolicyInput:
-        """What a policy or planner sees of the current step, with ``controlled`` (C,) the slots it moves."""
-        return PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
-                           routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
-                           dt_s=DT_S, motion_codes=self.spawns.motion_codes, signals=self.signals())
+        """What a policy or planner sees of the current step, with ``controlled`` (C,) the slots it moves, and
+        the step's right-of-way decision (taken once per step, whoever asks first)."""
+        inp = PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
+                          routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
+                          dt_s=DT_S, motion_codes=self.spawns.motion_codes, signals=self.signals())
+        return dataclasses.replace(inp, right_of_way=self.right_of_way.decide(inp))
 
     def observe(self, radius_m: float | None = None) -> Observation:
         radius = self.config.observation_radius_m if radius_m is None else radius_m
@@ -427,7 +449,8 @@ class Session:
                 "end_reason": self.end_reason.value, "sim_s": round(sim_s, 3),
                 "wall_s": round(self.wall_s, 4), "rtf": round(sim_s / max(self.wall_s, 1e-9), 3),
                 "tiles": len(self.metrics.tile_ms), "fallback_tiles": self.world.fallback_tiles,
-                "npc_removed_stuck": self.stuck_removed}
+                "npc_removed_stuck": self.stuck_removed,
+                "npc_removed_stuck_causes": dict(sorted(self.stuck_causes.items()))}
 
     # ----------------------------------------------------------------- helpers
     def _start_lane(self, lanes: tuple[Lane, ...]) -> Lane:
