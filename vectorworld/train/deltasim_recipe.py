@@ -87,10 +87,10 @@ def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationC
             cached = json.loads(recipe_path.read_text())
         except (OSError, json.JSONDecodeError) as err:
             raise ConfigError(f"{path}: no readable recipe beside the cached samples ({err}); record into an "
-                              "empty --data directory") from err
+                              "empty data_dir", field="data_dir") from err
         if _recorded(cached) != _recorded(wanted):
-            raise ConfigError(f"{path} was recorded with recipe {cached}, not {wanted}: use another --data "
-                              "directory (or remove this cache) to record the requested recipe")
+            raise ConfigError(f"{path} was recorded with recipe {cached}, not {wanted}: use another data_dir "
+                              "(or remove this cache) to record the requested recipe", field="data_dir")
         return Samples.load(path)
     data_dir.mkdir(parents=True, exist_ok=True)
     samples = session_corpus(recipe.corpus(), idm_teacher, observation, log=log, workers=workers)
