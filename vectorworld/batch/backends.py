@@ -63,7 +63,7 @@ class SerialBackend(Backend):
         return {"backend": self.name, "workers": 1}
 
 
-def _init_worker(threads: int) -> None:
+def init_worker(threads: int) -> None:
     """Pool initializer: cap math-library threads so K workers do not oversubscribe the cores, and exit if
     the parent dies (a killed ``rollout`` must not leave its workers running episodes nobody collects)."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -111,7 +111,7 @@ class LocalPoolBackend(Backend):
             return
         ctx = multiprocessing.get_context(self.start_method)
         self._executor = ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=ctx,
-                                             initializer=_init_worker, initargs=(self.threads,))
+                                             initializer=init_worker, initargs=(self.threads,))
         pending: dict[Future[dict[str, Any]], EpisodeTask] = {
             self._executor.submit(run_task, task): task for task in tasks}
         while pending:
