@@ -77,3 +77,17 @@ def test_serial_backend_reports_every_step_of_every_episode():
     for index, record in enumerate(records):
         kms = [km for i, km in steps if i == index]
         assert len(kms) == record["steps"] and kms == sorted(kms) and kms[-1] == pytest.approx(record["km"], abs=1e-6)
+
+
+def test_batch_recordings_hold_no_wall_clock_values(tmp_path):
+    """The batch keeps every tile latency in its records (for the histogram), never in the recording: two
+    runs of one seed write byte-identical recordings."""
+    from vectorworld.batch import SerialBackend
+
+    digests = []
+    for k in range(2):
+        path = tmp_path / f"run{k}.vwrec"
+        result = run_batch(batch_config(), 1, SerialBackend(), record_path=path, plots=False)
+        assert result.records[0]["tile_ms_samples"]
+        digests.append(path.read_bytes())
+    assert digests[0] == digests[1]
