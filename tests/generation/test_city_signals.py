@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.generation.test_city_layout import grown_world
+from tests.generation.grown_world import grow
 from vectorworld.generation.procedural.city_plan import CityPlan
 from vectorworld.generation.procedural.city_signals import KINDS, CitySignals, movement_group, signalised_share
-from vectorworld.generation.procedural.generator import ProceduralConfig, ProceduralGenerator
+from vectorworld.generation.procedural.generator import ProceduralConfig
 from vectorworld.scene import LaneType
 from vectorworld.signals import GREEN_STATES, SignalState, is_red
 
@@ -70,7 +70,7 @@ def test_arterials_get_a_protected_left_before_permissive_greens() -> None:
 
 
 def test_connectors_of_signalised_junctions_carry_their_light_in_the_world() -> None:
-    graph = grown_world(ProceduralGenerator(), 1, tiles=30)
+    graph = grow(1, 30).graph
     lit = [lane for lane in graph.lanes.values() if lane.signal is not None]
     assert lit, "no lights in 30 city tiles"
     assert all(lane.lane_type == LaneType.CONNECTOR for lane in lit)
@@ -81,7 +81,7 @@ def test_connectors_of_signalised_junctions_carry_their_light_in_the_world() -> 
     unlit = [lane for lane in graph.lanes.values() if lane.lane_type == LaneType.CONNECTOR and lane.signal is None]
     assert unlit, "every junction has lights"
     # off: no lights anywhere
-    dark = grown_world(ProceduralGenerator(ProceduralConfig(signals=None)), 1, tiles=30)
+    dark = grow(1, 30, config=ProceduralConfig(signals=None)).graph
     assert all(lane.signal is None for lane in dark.lanes.values())
 
 
