@@ -69,3 +69,25 @@ def test_a_planner_that_ignores_lights_gets_red_light_infractions_and_idm_does_n
     assert ignoring["driving_score"] == pytest.approx(ignoring["route_completion"] * ignoring["infraction_penalty"])
     assert ignoring["infraction_penalty"] <= 0.7 + 1e-9
     assert idm["red_light_infractions"] == 0 and "red_light" not in idm["infraction_counts"]
+
+
+@pytest.mark.slow
+def test_waiting_at_a_red_light_is_not_a_jam() -> None:
+    """City seed 1, IDM NPCs, 60 s: NPCs stand at red lights for more than the 20 s stuck timeout, and none
+    of them is removed as stuck while a light holds it (the stuck clock pauses at red and yellow)."""
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import STUCK_TIMEOUT_S, Session
+
+    session = Session(SessionConfig(seed=1, npc_policy="idm", target_km=1.0, max_steps=600))
+    session.reset()
+    held_s: dict[int, float] = {}
+    longest = 0.0
+    while not session.done:
+        inp = session.policy_input(np.zeros(session.agents.capacity, bool))
+        a = inp.agents
+        standing = {int(i) for i in a.id[a.valid & (np.abs(a.speed) < 0.5)]}
+        held_s = {i: held_s.get(i, 0.0) + 0.1 for i in inp.right_of_way.by_light if i in standing}
+        longest = max([longest, *held_s.values()])
+        session.advance()
+    assert longest > STUCK_TIMEOUT_S + 2.0  # the test means something: a light held a car longer than the timeout
+    assert "held_by_light" not in session.report()["npc_removed_stuck_causes"]
