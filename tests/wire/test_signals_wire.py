@@ -49,7 +49,7 @@ def test_observation_and_frame_carry_their_lights_exactly() -> None:
     obs = dataclasses.replace(session.observe(), signals=_view())
     msg = world_pb2.Observation.FromString(observation_to_proto(obs).SerializeToString())
     assert [light.lane_id for light in msg.traffic_lights] == [4, 9]
-    assert msg.traffic_lights[0].state == world_pb2.SIGNAL_STATE_UNKNOWN
+    assert msg.traffic_lights[0].state == world_pb2.SIGNAL_STATE_UNSPECIFIED
     assert msg.traffic_lights[0].rule_state == world_pb2.SIGNAL_STATE_STOP
     _same(observation_from_proto(msg).signals, _view())
     frame = session.frame()

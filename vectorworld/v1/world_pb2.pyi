@@ -25,7 +25,7 @@ class LaneType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 
 class SignalState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
-    SIGNAL_STATE_UNKNOWN: _ClassVar[SignalState]
+    SIGNAL_STATE_UNSPECIFIED: _ClassVar[SignalState]
     SIGNAL_STATE_ARROW_STOP: _ClassVar[SignalState]
     SIGNAL_STATE_ARROW_CAUTION: _ClassVar[SignalState]
     SIGNAL_STATE_ARROW_GO: _ClassVar[SignalState]
@@ -79,7 +79,7 @@ LANE_TYPE_FREEWAY: LaneType
 LANE_TYPE_SURFACE_STREET: LaneType
 LANE_TYPE_BIKE_LANE: LaneType
 LANE_TYPE_CONNECTOR: LaneType
-SIGNAL_STATE_UNKNOWN: SignalState
+SIGNAL_STATE_UNSPECIFIED: SignalState
 SIGNAL_STATE_ARROW_STOP: SignalState
 SIGNAL_STATE_ARROW_CAUTION: SignalState
 SIGNAL_STATE_ARROW_GO: SignalState
