@@ -59,6 +59,8 @@ class RunConfig:
     seed: int = 0
     uncond_ratio: float = 0.1
     """Share of DiT training tiles with no condition at all (the first tile is generated from nothing)."""
+    decode_weight: float = 1.0
+    """Weight of the one-step decode loss (``generator_training.one_step_decode_loss``); 0 = MeanFlow only."""
     log_every: int = 100
     eval_every: int = 500
     eval_tiles: int = 32
@@ -165,7 +167,8 @@ class GeneratorRun:
         self.model.dit.train()
         dit_cfg = cfg.stage_config("dit")
         self.dit_trainer = Trainer(list(self.model.dit.parameters()),
-                                   dit_loss_fn(self.model, self.tiles, dit_cfg, cfg.flow, cfg.uncond_ratio), dit_cfg)
+                                   dit_loss_fn(self.model, self.tiles, dit_cfg, cfg.flow, cfg.uncond_ratio,
+                                               cfg.decode_weight), dit_cfg)
         self.state.stage = "dit"
 
     # ---------------------------------------------------------------- persistence
