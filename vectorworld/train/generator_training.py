@@ -13,12 +13,13 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
+from torch.nn import functional as F
 
 from vectorworld.generation.learned.egr_dit import DiTConfig
-from vectorworld.generation.learned.meanflow import MeanFlowConfig, meanflow_loss
+from vectorworld.generation.learned.meanflow import MeanFlowConfig, VelocityFn, meanflow_loss
 from vectorworld.generation.learned.outpaint import OutpaintModel
-from vectorworld.generation.learned.tile_tensors import EDGE_LEFT, EDGE_RIGHT
-from vectorworld.generation.learned.vae import TileVAE, VAEConfig, batch_to_torch
+from vectorworld.generation.learned.tile_tensors import EDGE_LEFT, EDGE_RIGHT, HALF_TILE_M
+from vectorworld.generation.learned.vae import TileVAE, VAEConfig, batch_to_torch, curve_points
 
 Tiles = dict[str, np.ndarray]
 Logger = Callable[[int, dict[str, float]], None]
@@ -182,9 +183,40 @@ def vae_loss_fn(vae: TileVAE, tiles: Tiles, config: TrainConfig) -> LossFn:
     return loss_fn
 
 
+def one_step_decode_loss(model: OutpaintModel, fn: VelocityFn, x: torch.Tensor, cond: torch.Tensor,
+                         batch: dict[str, torch.Tensor], generator: torch.Generator
+                         ) -> tuple[torch.Tensor, dict[str, float]]:
+    """What the one-step sampler makes of the frontier, judged in data space: x1 = z_1 - u(z_1, 0, 1)
+    decoded by the frozen VAE; the loss is the existence cross-entropy of every frontier lane / agent slot.
+    The curve error (metres, smooth L1) of the frontier lanes that exist is reported, not trained: which
+    frontier lane a slot holds is one of many plausible ones, and regressing its geometry would pull the
+    one-step map to the blurred mean of them.
+
+    The MeanFlow loss weighs every latent dimension alike, so a one-step map that drifts the existence
+    direction of free slots toward "no lane" costs it little; here that drift is the loss."""
+    eps = torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
+    keep = cond[..., None]
+    z1 = torch.where(keep, x, eps)
+    ones = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
+    x1 = torch.where(keep, x, z1 - fn(z1, torch.zeros_like(ones), ones))
+    out = model.vae.decode(x1 * model.latent_scale, with_edges=False)
+    free_l, free_a = ~batch["lane_cond"], ~batch["agent_cond"]
+    lane_valid, agent_valid = batch["lane_valid"].float(), batch["agent_valid"].float()
+    lane_exist = F.binary_cross_entropy_with_logits(out["lane_logit"][free_l], lane_valid[free_l])
+    agent_exist = F.binary_cross_entropy_with_logits(out["agent_logit"][free_a], agent_valid[free_a])
+    err = F.smooth_l1_loss(curve_points(out["lane_feat"].detach()) * HALF_TILE_M,
+                           curve_points(batch["lane_feat"]) * HALF_TILE_M, beta=0.2, reduction="none")
+    shown = (free_l & batch["lane_valid"]).float()
+    lane_pts = (err.mean((-1, -2)) * shown).sum() / shown.sum().clamp(min=1.0)
+    total = lane_exist + agent_exist
+    return total, {"dec_lane_exist": float(lane_exist.detach()), "dec_agent_exist": float(agent_exist.detach()),
+                   "dec_lane_m": float(lane_pts.detach())}
+
+
 def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: MeanFlowConfig,
-                uncond_ratio: float = 0.0) -> LossFn:
-    """The DiT stage's MeanFlow loss on the frozen VAE's latents of random mini-batches of ``tiles``."""
+                uncond_ratio: float = 0.0, decode_weight: float = 0.0) -> LossFn:
+    """The DiT stage's MeanFlow loss on the frozen VAE's latents of random mini-batches of ``tiles``, plus
+    ``decode_weight`` times :func:`one_step_decode_loss` (0 = MeanFlow alone)."""
     def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
         batch = sample_batch(tiles, config.batch_size, rng, config.device, uncond_ratio)
         with torch.no_grad():
@@ -195,7 +227,11 @@ def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: M
         def fn(z: torch.Tensor, r: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
             return model.dit(z, r, t, cond, edges, hints=hints)
 
-        return meanflow_loss(fn, x, cond, flow, gen)
+        loss, parts = meanflow_loss(fn, x, cond, flow, gen)
+        if decode_weight > 0.0:
+            decoded, decoded_parts = one_step_decode_loss(model, fn, x, cond, batch, gen)
+            loss, parts = loss + decode_weight * decoded, {**parts, **decoded_parts}
+        return loss, parts
     return loss_fn
 
 
