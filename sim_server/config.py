@@ -33,6 +33,9 @@ class ServerConfig:
     state_dir: where session journals live (``sim_server/journal.py``); None = no journal (sessions end
         with the process). :func:`default_state_dir` is what ``vectorworld serve`` uses by default.
     journal_fsync_s: how often journals are fsync'd (each step is written before its reply either way).
+    snapshot_every: a journaled session's state is snapshotted every this many steps (and at step 0), so a
+        restart replays at most this many steps per session (``sim_server/snapshots.py``); 0 = never (replay
+        from the start).
     idle_timeout_s: sessions without a call for this long are closed by the reaper (s).
     session_defaults: the SessionConfig that unset CreateSession fields take.
     allow_plugin_planners: accept ``module:Class`` planner specs from clients (imports code: off).
@@ -54,6 +57,7 @@ class ServerConfig:
     engine_nice: int = 5
     state_dir: Path | None = None
     journal_fsync_s: float = 0.2
+    snapshot_every: int = 200
     max_receive_message_bytes: int = 4 * 1024 * 1024
     max_send_message_bytes: int = 64 * 1024 * 1024
     grace_s: float = 10.0
@@ -64,32 +68,38 @@ class ServerConfig:
     scenario_dir: Path | None = None
 
     def validate(self) -> ServerConfig:
-        """Return self, or raise ConfigError naming the bad option."""
+        """Return self, or raise ConfigError naming the bad field (``ConfigError.field``; the CLI words
+        fields as its flags)."""
         for name in ("port", "http_port"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 65535:
-                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 65535], got {value}")
+                raise ConfigError(f"{name} must be in [0, 65535], got {value}", field=name)
         if self.max_sessions < 1:
-            raise ConfigError(f"--max-sessions must be >= 1, got {self.max_sessions}")
+            raise ConfigError(f"max_sessions must be >= 1, got {self.max_sessions}", field="max_sessions")
         if not 0 <= self.engine_nice <= 19:
-            raise ConfigError(f"engine_nice must be in [0, 19], got {self.engine_nice}")
+            raise ConfigError(f"engine_nice must be in [0, 19], got {self.engine_nice}", field="engine_nice")
         if not 1 <= self.engine_workers <= 256:
-            raise ConfigError(f"--engine-workers must be in [1, 256], got {self.engine_workers}")
+            raise ConfigError(f"engine_workers must be in [1, 256], got {self.engine_workers}",
+                              field="engine_workers")
+        if self.snapshot_every < 0:
+            raise ConfigError(f"snapshot_every must be >= 0 steps (0 = no snapshots), got {self.snapshot_every}",
+                              field="snapshot_every")
         for name in ("idle_timeout_s", "reap_interval_s", "grace_s", "session_lock_timeout_s",
                      "engine_saturation_s", "journal_fsync_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a positive number of seconds, got {value}")
+                raise ConfigError(f"{name} must be a positive number of seconds, got {value}", field=name)
         if (self.tls_cert is None) != (self.tls_key is None):
-            raise ConfigError("--tls-cert and --tls-key must be given together")
+            raise ConfigError("tls_cert and tls_key must be given together",
+                              field="tls_key" if self.tls_key is None else "tls_cert")
         for name in ("tls_cert", "tls_key"):
             path = getattr(self, name)
             if path is not None and not Path(path).is_file():
-                raise ConfigError(f"--{name.replace('_', '-')} {path} does not exist")
+                raise ConfigError(f"{name} {path} does not exist", field=name)
         if self.scenario_dir is not None and not Path(self.scenario_dir).is_dir():
-            raise ConfigError(f"--scenario-dir {self.scenario_dir} is not a directory")
+            raise ConfigError(f"scenario_dir {self.scenario_dir} is not a directory", field="scenario_dir")
         if self.token is not None and not self.token.strip():
-            raise ConfigError("--token must not be empty")
+            raise ConfigError("token must not be empty", field="token")
         return self
 
 

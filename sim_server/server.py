@@ -146,7 +146,7 @@ class SimServer:
         self._recover()
         if self.journals is not None:
             self.journals.start()
-        self.manager.start_reaper(self.config.reap_interval_s, on_tick=self._release_memory)
+        self.manager.start_reaper(self.config.reap_interval_s, on_tick=self.release_memory)
         self._started.set()
         self._monitor = self._run(self._start_monitor())
         log.info("vectorworld serving gRPC on %s:%d%s (%d engine workers%s)", self.config.host, self.port,
@@ -252,14 +252,16 @@ class SimServer:
         for ms in new_tile_ms:
             self.metrics.tile_latency.observe(ms / 1000.0)
 
-    def _release_memory(self) -> None:
-        """After sessions closed, hand the allocator's free memory back to the OS (glibc keeps freed memory
-        in per-thread arenas: after many sessions stepped in parallel RSS would stay hundreds of MB above
-        what is live). At most once per reaper round, only when a session closed since the last one."""
+    def release_memory(self) -> bool:
+        """If sessions closed since the last call, hand the allocator's free memory back to the OS (glibc
+        keeps freed memory in per-thread arenas: after many sessions stepped in parallel RSS would stay
+        hundreds of MB above what is live). The reaper calls this after every round; an embedder may call
+        it too. Returns whether memory was released (False: nothing closed since, or no glibc)."""
         closed = sum(self.metrics.sessions_closed.value(reason) for reason in ("client", "reaped"))
-        if closed != self._closed_at_release:
-            self._closed_at_release = closed
-            release_free_memory()
+        if closed == self._closed_at_release:
+            return False
+        self._closed_at_release = closed
+        return release_free_memory()
 
     def _start_http(self) -> None:
         import uvicorn

@@ -13,6 +13,13 @@ from vectorworld.cli.groups import bad_input, fail
 from vectorworld.errors import VectorWorldError
 
 
+SERVE_FLAGS = {"host": "--host", "port": "--port", "http_port": "--http-port", "token": "--token",
+               "tls_cert": "--tls-cert", "tls_key": "--tls-key", "max_sessions": "--max-sessions",
+               "engine_workers": "--engine-workers", "state_dir": "--state-dir", "idle_timeout_s": "--idle-timeout",
+               "grace_s": "--grace", "scenario_dir": "--scenario-dir", "snapshot_every": "--snapshot-every"}
+"""ServerConfig field -> the ``serve`` flag that sets it (ServerConfig.validate names fields)."""
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
@@ -39,6 +46,9 @@ def register(app: typer.Typer) -> None:
                                                    "(~/.local/state/vectorworld/sessions)."),
         no_journal: bool = typer.Option(False, "--no-journal",
                                         help="Keep no journal: sessions end with the process."),
+        snapshot_every: int = typer.Option(200, "--snapshot-every",
+                                           help="Snapshot each journaled session every N steps, so a restart "
+                                                "replays at most N steps per session (0 = never: replay all)."),
         idle_timeout: float = typer.Option(600.0, "--idle-timeout",
                                            help="Close sessions idle for this many seconds."),
         grace: float = typer.Option(10.0, "--grace", help="Seconds in-flight calls get at shutdown."),
@@ -63,12 +73,12 @@ def register(app: typer.Typer) -> None:
             config = ServerConfig(host=host, port=port, http_port=None if http_port < 0 else http_port,
                                   token=token, tls_cert=tls_cert, tls_key=tls_key, max_sessions=max_sessions,
                                   idle_timeout_s=idle_timeout, grace_s=grace, scenario_dir=scenario_dir,
-                                  engine_workers=engine_workers,
+                                  engine_workers=engine_workers, snapshot_every=snapshot_every,
                                   state_dir=None if no_journal else (state_dir or default_state_dir()),
                                   session_defaults=SessionConfig(generator=generator, npc_policy=npc)
                                   ).validate()
         except VectorWorldError as err:
-            raise bad_input(err) from err
+            raise bad_input(err, SERVE_FLAGS) from err
         if no_journal and state_dir is not None:
             raise fail("--state-dir and --no-journal contradict each other")
         logging.basicConfig(level=os.environ.get("VECTORWORLD_LOG", "INFO"),
