@@ -27,7 +27,9 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import Coroutine, Sequence
+from concurrent.futures import as_completed
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -61,7 +63,8 @@ class SimServer:
         self.config = config.validate()
         self.factory = factory
         self.journals = None if config.state_dir is None else JournalStore(Path(config.state_dir),
-                                                                             config.journal_fsync_s)
+                                                                             config.journal_fsync_s,
+                                                                             config.snapshot_every)
         self.pool = EnginePool(config.engine_workers, config.engine_saturation_s, nice=config.engine_nice)
         self.manager = SessionManager(config.max_sessions, config.idle_timeout_s,
                                       config.session_lock_timeout_s, factory, on_step=self._on_step,
@@ -78,6 +81,8 @@ class SimServer:
         self._monitor: asyncio.Task[None] | None = None
         self.http_port: int | None = None
         self._closed_at_release = 0.0
+        self.recovery_s = 0.0
+        """How long rebuilding the journaled sessions took at start (s)."""
         self._http_server = None
         self._http_thread: threading.Thread | None = None
         self.loop = asyncio.new_event_loop()
@@ -232,20 +237,28 @@ class SimServer:
             return
         for session_id, reason in lost_from_earlier_runs(self.journals).items():
             self.manager.end_recovery(session_id, None, reason)
+        self.journals.remove_orphan_snapshots()
         paths = self.journals.pending()
         for path in paths:
             self.manager.begin_recovery(path.stem)
-        futures = [self.pool.submit(recover_one, path, self.journals, self.factory, self.manager.clock)
-                   for path in paths]
-        for path, future in zip(paths, futures, strict=True):
+        t0 = time.perf_counter()
+        futures = {self.pool.submit(recover_one, path, self.journals, self.factory, self.manager.clock): path
+                   for path in paths}
+        for future in as_completed(futures):  # each session answers as soon as it is rebuilt
             session_id, managed, lost = future.result()
-            self.manager.end_recovery(path.stem, managed, lost)
+            self.manager.end_recovery(futures[future].stem, managed, lost)
             if managed is not None:
                 self.metrics.sessions_recovered.inc()
+                self.metrics.recovery_replayed_steps.inc(amount=managed.recovery_replayed)
+                if managed.recovery_snapshot:
+                    self.metrics.recovery_snapshots.inc()
             else:
                 self.metrics.sessions_lost.inc()
+        self.recovery_s = time.perf_counter() - t0
         if paths:
-            log.info("recovered %d of %d journaled sessions", self.metrics.sessions_recovered.value(), len(paths))
+            log.info("recovered %d of %d journaled sessions in %.1f s (%d from snapshots, %d steps replayed)",
+                     self.metrics.sessions_recovered.value(), len(paths), self.recovery_s,
+                     self.metrics.recovery_snapshots.value(), self.metrics.recovery_replayed_steps.value())
 
     def _on_step(self, managed: object, engine_s: float, new_tile_ms: list[float]) -> None:
         self.metrics.engine_step.observe(engine_s)

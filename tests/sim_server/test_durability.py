@@ -69,6 +69,7 @@ def start_server_process(port: int, state_dir: Path) -> subprocess.Popen:
     code = ("import tests.straight_world; from sim_server.config import ServerConfig; "
             "from sim_server.server import serve; from tests.sim_server.conftest import TEST_DEFAULTS; "
             f"serve(ServerConfig(port={port}, http_port=None, grace_s=2.0, state_dir={str(state_dir)!r}, "
+            "snapshot_every=4, "
             "session_defaults=TEST_DEFAULTS))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:

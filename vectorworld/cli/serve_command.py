@@ -12,7 +12,6 @@ from policies import DEFAULT_NPC_POLICY
 from vectorworld.cli.groups import bad_input, fail
 from vectorworld.errors import VectorWorldError
 
-
 SERVE_FLAGS = {"host": "--host", "port": "--port", "http_port": "--http-port", "token": "--token",
                "tls_cert": "--tls-cert", "tls_key": "--tls-key", "max_sessions": "--max-sessions",
                "engine_workers": "--engine-workers", "state_dir": "--state-dir", "idle_timeout_s": "--idle-timeout",
