@@ -278,13 +278,15 @@ class SimulatorServicer:
         _require_id(session_id)
         if expected_step < 0:
             raise ConfigError(f"expected_step must be >= 0, got {expected_step}")
-        command = codec.command_from_proto(command_msg)
-        key = command_msg.SerializeToString()
         managed = self.manager.get(session_id)
+
+        def step() -> tuple[bytes, bool]:  # on the engine thread: the command's decode too (loop stays free)
+            command = codec.command_from_proto(command_msg)
+            return self.manager.step_reply(session_id, command, expected_step, command_msg.SerializeToString())
+
         async with self._turn(managed):
             try:
-                reply, replayed = await self.pool.run(
-                    lambda: self.manager.step_reply(session_id, command, expected_step, key))
+                reply, replayed = await self.pool.run(step)
             except StepMismatchError:
                 context.set_trailing_metadata((("vw-current-step", str(managed.session.step_index)),))
                 raise

@@ -385,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-overhead", action="store_true", help="no overhead phase")
     parser.add_argument("--engine-workers", type=int, default=4, help="the server's --engine-workers")
     parser.add_argument("--engine-nice", type=int, default=5, help="the server's ServerConfig.engine_nice")
+    parser.add_argument("--snapshot-every", type=int, default=200,
+                        help="the server's --snapshot-every (0: recovery replays whole journals)")
     parser.add_argument("--max-sessions", type=int, default=64, help="the server's --max-sessions (at least "
                                                                       "--sessions + 8)")
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)  # the server child's
