@@ -223,7 +223,7 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
 
     def worker(k: int) -> None:
         try:
-            with SimClient(target, timeout_s=120.0, reconnect_s=120.0) as client:
+            with SimClient(target, timeout_s=120.0) as client:  # the client's default reconnect window
                 session = client.create_session(seed=config.seed + k, target_km=config.target_km,
                                                 max_steps=config.max_steps, terminate_on_collision=False)
                 out = rows.setdefault(session.id, [])
@@ -268,7 +268,10 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
             server = make_server(port, state)
             restart = {"at_step_median": float(np.median(progress)), "window": (killed, time.perf_counter())}
             restart["downtime_s"] = restart["window"][1] - killed
-            restart |= {k: int(server.ask("stats")[k]) for k in ("recovered", "lost")}
+            stats_after = server.ask("stats")
+            restart |= {k: int(stats_after[k]) for k in ("recovered", "lost", "recovery_snapshots",
+                                                         "recovery_replayed_steps")}
+            restart["recovery_s"] = float(stats_after["recovery_s"])
     times.update(server.step_times())
     wall = time.perf_counter() - t0
     idle.speak()

@@ -55,6 +55,9 @@ def serve_child(args: argparse.Namespace) -> int:
     from sim_server.config import ServerConfig
     from sim_server.server import create_server, release_free_memory
 
+    if args.gil_switch_ms:  # an experiment: the interpreter's GIL switch interval (default 5 ms)
+        sys.setswitchinterval(args.gil_switch_ms / 1000.0)
+
     server = create_server(ServerConfig(port=args.port, http_port=None,
                                         max_sessions=max(args.sessions + 8, args.max_sessions),
                                         engine_workers=args.engine_workers, state_dir=args.state_dir,
@@ -146,7 +149,8 @@ class ServerProcess:
                    "--npc", args.npc, "--sessions", str(args.sessions), "--steps", str(args.steps),
                    "--overhead-steps", str(args.overhead_steps), "--engine-workers", str(args.engine_workers),
                    "--max-sessions", str(args.max_sessions), "--port", str(port),
-                   "--engine-nice", str(args.engine_nice), "--snapshot-every", str(args.snapshot_every)]
+                   "--engine-nice", str(args.engine_nice), "--snapshot-every", str(args.snapshot_every),
+                   "--gil-switch-ms", str(args.gil_switch_ms)]
         if state_dir is not None:
             command += ["--state-dir", str(state_dir)]
         self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

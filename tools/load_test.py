@@ -387,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine-nice", type=int, default=5, help="the server's ServerConfig.engine_nice")
     parser.add_argument("--snapshot-every", type=int, default=200,
                         help="the server's --snapshot-every (0: recovery replays whole journals)")
+    parser.add_argument("--gil-switch-ms", type=float, default=0.0,
+                        help="experiment: the server child's sys.setswitchinterval in ms (0: Python's default)")
     parser.add_argument("--max-sessions", type=int, default=64, help="the server's --max-sessions (at least "
                                                                       "--sessions + 8)")
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)  # the server child's
@@ -479,7 +481,9 @@ def _print_faults(f: dict[str, Any]) -> None:
         d, r = f["faults"], f["faults"]["restart"]
         print(f"faults: {d['streams']} streams ({d['active']} active x {d['steps_per_session']} steps, {d['idle']} "
               f"idle), kill -9 + restart at step ~{r.get('at_step_median', float('nan')):.0f} (down "
-              f"{r.get('downtime_s', float('nan')):.1f} s; recovered {r.get('recovered')}, lost {r.get('lost')}): "
+              f"{r.get('downtime_s', float('nan')):.1f} s, recovery {r.get('recovery_s', float('nan')):.1f} s; "
+              f"recovered {r.get('recovered')} ({r.get('recovery_snapshots')} from snapshots, "
+              f"{r.get('recovery_replayed_steps')} steps replayed), lost {r.get('lost')}): "
               f"{len(d['errors'])} errors; client {d['client_ms_p50']:.2f}/{d['client_ms_p99']:.2f} ms (p99 outside "
               f"the restart {d['client_outside_restart_ms_p99']:.2f}), overhead "
               f"above the engine step {d['overhead_ms_p50']:.2f}/{d['overhead_ms_p99']:.2f} ms (p50/p99, "
