@@ -143,12 +143,13 @@ class SimServer:
             raise
 
     def _start(self) -> SimServer:
+        pending = self._pending_recovery()  # marked before the port opens: never NOT_FOUND for them
         self._run(self.server.start())
         for name in ("", SERVICE_NAME):
             self._run(self.health.set(name, NOT_SERVING))
         if self.config.http_port is not None:
             self._start_http()
-        self._recover()
+        self._recover(pending)
         if self.journals is not None:
             self.journals.start()
         self.manager.start_reaper(self.config.reap_interval_s, on_tick=self.release_memory)
@@ -231,16 +232,23 @@ class SimServer:
                                 self.config.engine_saturation_s)
             await asyncio.sleep(HEALTH_PERIOD_S)
 
-    def _recover(self) -> None:
-        """Rebuild every journaled session of an earlier run (in parallel on the engine pool)."""
+    def _pending_recovery(self) -> list[Path]:
+        """The journals of an earlier run, their sessions marked as being rebuilt (calls on them answer
+        UNAVAILABLE ``vw-recovering`` until they are); the earlier runs' lost sessions, marked lost."""
         if self.journals is None:
-            return
+            return []
         for session_id, reason in lost_from_earlier_runs(self.journals).items():
             self.manager.end_recovery(session_id, None, reason)
         self.journals.remove_orphan_snapshots()
         paths = self.journals.pending()
         for path in paths:
             self.manager.begin_recovery(path.stem)
+        return paths
+
+    def _recover(self, paths: list[Path]) -> None:
+        """Rebuild the sessions of ``paths`` (in parallel on the engine pool), each published when done."""
+        if self.journals is None:
+            return
         t0 = time.perf_counter()
         futures = {self.pool.submit(recover_one, path, self.journals, self.factory, self.manager.clock): path
                    for path in paths}

@@ -19,6 +19,8 @@ EpisodeFinishedError, SessionFailedError               FAILED_PRECONDITION  epis
 SessionCapError                                        RESOURCE_EXHAUSTED   session cap reached
 ShuttingDownError                                      UNAVAILABLE          server draining
 SessionRecoveringError                                 UNAVAILABLE          being rebuilt after a restart
+                                                                            (trailing metadata
+                                                                            ``vw-recovering``)
 anything else                                          INTERNAL             bug; the server stays up
 =====================================================  ===================  ================================
 
@@ -56,6 +58,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from sim_server import RECOVERING_METADATA
 from sim_server.config import ServerConfig
 from sim_server.engine_pool import EnginePool
 from sim_server.metrics import ServerMetrics
@@ -328,6 +331,8 @@ class SimulatorServicer:
                 message = f"internal error in {method}: {type(err).__name__}: {err}"
             else:
                 message = str(err) or type(err).__name__
+            if isinstance(err, SessionRecoveringError):  # the client keeps waiting (sim_server/client.py)
+                context.set_trailing_metadata(((RECOVERING_METADATA, "1"),))
             self.metrics.rpcs.inc(method, code.name)
             self.metrics.errors.inc(code.name)
             await context.abort(code, message[:2000])
