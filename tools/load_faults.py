@@ -81,6 +81,7 @@ class HealthProber:
 
     def __init__(self, target: str, period_s: float = 0.05, max_s: float = 3600.0) -> None:
         self.samples: list[tuple[float, float | None]] = []
+        self.started = time.perf_counter()
         fd, running = tempfile.mkstemp(prefix="vw-prober-")
         os.close(fd)
         self._running = Path(running)
@@ -88,14 +89,17 @@ class HealthProber:
                                        str(time.perf_counter() + max_s)], stdout=subprocess.PIPE, text=True)
 
     def stop(self, window: tuple[float, float] = (0.0, 0.0)) -> dict[str, Any]:
-        """Figures outside ``window`` (the restart: perf_counter from, to), and the failures outside it."""
+        """Figures outside ``window`` (the restart: perf_counter from, to), the failures outside it, and the
+        slowest checks outside it (``health_worst``: s since the prober started, ms; inf = failed)."""
         self._running.unlink(missing_ok=True)
         out, _ = self._proc.communicate(timeout=60)
         self.samples = [(t, ms) for t, ms in json.loads(out or "[]")]
         outside = [(t, ms) for t, ms in self.samples if not window[0] <= t <= window[1]]
         ok = [ms for _, ms in outside if ms is not None]
+        worst = sorted(((ms if ms is not None else float("inf"), t - self.started) for t, ms in outside), reverse=True)
         return {"checks": len(outside), "failures": sum(ms is None for _, ms in outside),
-                **percentiles(ok, "health_ms")}
+                **percentiles(ok, "health_ms"),
+                "health_worst": [(round(t, 2), round(ms, 1)) for ms, t in worst[:8]]}
 
 
 class IdleStreams:
@@ -267,6 +271,7 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(active)]
     t0 = time.perf_counter()
+    phases = {"idle_open_s": round(t0 - prober.started, 2)}
     for t in threads:
         t.start()
     restart: dict[str, Any] = {}
@@ -282,6 +287,8 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
             server.kill()
             server = make_server(port, state)
             restart = {"at_step_median": float(np.median(progress)), "window": (killed, time.perf_counter())}
+            phases |= {"killed_s": round(killed - prober.started, 2),
+                       "restarted_s": round(restart["window"][1] - prober.started, 2)}
             restart["downtime_s"] = restart["window"][1] - killed
             stats_after = server.ask("stats")
             restart |= {k: int(stats_after[k]) for k in ("recovered", "lost", "recovery_snapshots",
@@ -289,6 +296,7 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
             restart["recovery_s"] = float(stats_after["recovery_s"])
     times.update(server.step_times())
     wall = time.perf_counter() - t0
+    phases["active_done_s"] = round(time.perf_counter() - prober.started, 2)
     idle.speak()
     idle.close()
     errors += idle.errors
@@ -314,7 +322,7 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
             "vanished_exactly_once": sum(v == 1 for v in vanished), "paired": len(overhead),
             **percentiles(latency, "client_ms"), **percentiles(steady, "client_outside_restart_ms"),
             **percentiles(overhead, "overhead_ms"), **percentiles(steady_overhead, "overhead_outside_restart_ms"),
-            "restart": {k: v for k, v in restart.items() if k != "window"}, **health,
+            "restart": {k: v for k, v in restart.items() if k != "window"}, **health, "phases": phases,
             "replayed_steps": stats["replayed_steps"], "live_sessions_after": stats["live_sessions"]}
 
 
