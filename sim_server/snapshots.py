@@ -27,6 +27,7 @@ import json
 import os
 import pickle
 import sys
+import time
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -83,11 +84,92 @@ class _SessionPickler(pickle.Pickler):
         return NotImplemented
 
 
+SPLIT_DEPTH = 3
+"""How deep a snapshot is cut into pieces (the session, its parts, their parts); see :func:`dumps`."""
+_SPLIT, _WHOLE = "split", "whole"
+
+
+def _splittable(obj: Any) -> bool:
+    """One of this project's plain objects: state in ``__dict__``, pickled by ``object``'s default (no
+    ``__reduce__``, ``__getstate__``, ``__setstate__`` or ``__slots__`` of its own)."""
+    cls = type(obj)
+    if isinstance(obj, type) or not hasattr(obj, "__dict__") or \
+            not cls.__module__.startswith(("vectorworld.", "policies.")):
+        return False
+    if cls.__reduce_ex__ is not object.__reduce_ex__ or cls.__reduce__ is not object.__reduce__:
+        return False
+    return not any(name in vars(k) for k in cls.__mro__[:-1]
+                   for name in ("__getstate__", "__setstate__", "__slots__", "__getnewargs__"))
+
+
+def _new_shell(cls: type) -> Any:
+    return cls.__new__(cls)
+
+
+class _SplitPickler(_SessionPickler):
+    """Writes a session as a sequence of pickles sharing one memo: a plain object near the root travels as
+    an empty shell (memoized, so every other reference to it resolves to the same object) and then its
+    attributes one by one. Between pieces the writer sleeps(0): pickling runs in C holding the GIL, and a
+    10 MB session in one piece would hold it for tens of ms (the event loop's health checks wait for it)."""
+
+    def __init__(self, file: Any) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._shell: Any = None
+        self._shelled = False
+
+    def reducer_override(self, obj: Any) -> Any:
+        if obj is self._shell and self._shell is not None:
+            self._shelled = True
+            return _new_shell, (type(obj),)
+        return super().reducer_override(obj)
+
+    def dump_split(self, obj: Any, depth: int) -> None:
+        if depth <= 0 or not _splittable(obj):
+            self.dump(obj)
+            self.dump(_WHOLE)
+            return
+        self._shell, self._shelled = obj, False
+        self.dump(obj)  # an empty shell, or (met before, in an earlier piece) a reference to the whole object
+        self._shell = None
+        if not self._shelled:
+            self.dump(_WHOLE)
+            return
+        self.dump(_SPLIT)
+        items = list(vars(obj).items())
+        self.dump(len(items))
+        for name, value in items:
+            self.dump(name)
+            self.dump_split(value, depth - 1)
+            time.sleep(0)  # let the event loop have the GIL between pieces
+
+
+def _load_split(unpickler: pickle.Unpickler) -> Any:
+    obj, tag = unpickler.load(), unpickler.load()
+    if tag == _SPLIT:
+        state = vars(obj)
+        for _ in range(unpickler.load()):
+            name = unpickler.load()
+            state[name] = _load_split(unpickler)
+    elif tag != _WHOLE:
+        raise pickle.UnpicklingError(f"unexpected piece {tag!r}")
+    return obj
+
+
 def dumps(session: Session, reply: tuple[int, bytes, bytes] | None) -> bytes:
-    """The pickled (session, reply) (uncompressed)."""
+    """The pickled (session, reply), uncompressed: the reply, then the session cut into pieces up to
+    :data:`SPLIT_DEPTH` deep (:class:`_SplitPickler`)."""
     buf = io.BytesIO()
-    _SessionPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump((session, reply))
+    pickler = _SplitPickler(buf)
+    pickler.dump(reply)
+    pickler.dump_split(session, SPLIT_DEPTH)
     return buf.getvalue()
+
+
+def loads(payload: bytes) -> tuple[Session, tuple[int, bytes, bytes] | None]:
+    """The inverse of :func:`dumps`."""
+    unpickler = pickle.Unpickler(io.BytesIO(payload))
+    reply = unpickler.load()
+    return _load_split(unpickler), reply
 
 
 @dataclass(frozen=True)
@@ -138,7 +220,7 @@ def read_snapshot(path: Path) -> tuple[dict[str, Any], Snapshot]:
     if len(payload) != header.get("bytes") or zlib.crc32(payload) != header.get("crc"):
         raise SnapshotUnusable(f"{path}: the payload is damaged (size or CRC-32 differs)")
     try:
-        session, reply = pickle.loads(zlib.decompress(payload))  # our own state dir (module docstring)
+        session, reply = loads(zlib.decompress(payload))  # our own state dir (module docstring)
     except Exception as err:  # noqa: BLE001 - any failure: the snapshot is unusable
         raise SnapshotUnusable(f"{path}: does not unpickle: {type(err).__name__}: {err}") from err
     if not isinstance(session, Session) or session.step_index != header.get("step"):
