@@ -26,6 +26,7 @@ import ctypes
 import logging
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Coroutine, Sequence
@@ -143,6 +144,8 @@ class SimServer:
             raise
 
     def _start(self) -> SimServer:
+        if self.config.gil_switch_interval_s is not None:
+            sys.setswitchinterval(self.config.gil_switch_interval_s)
         pending = self._pending_recovery()  # marked before the port opens: never NOT_FOUND for them
         self._run(self.server.start())
         for name in ("", SERVICE_NAME):

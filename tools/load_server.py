@@ -55,13 +55,12 @@ def serve_child(args: argparse.Namespace) -> int:
     from sim_server.config import ServerConfig
     from sim_server.server import create_server, release_free_memory
 
-    if args.gil_switch_ms:  # an experiment: the interpreter's GIL switch interval (default 5 ms)
-        sys.setswitchinterval(args.gil_switch_ms / 1000.0)
-
     server = create_server(ServerConfig(port=args.port, http_port=None,
                                         max_sessions=max(args.sessions + 8, args.max_sessions),
                                         engine_workers=args.engine_workers, state_dir=args.state_dir,
                                         engine_nice=args.engine_nice, snapshot_every=args.snapshot_every,
+                                        gil_switch_interval_s=args.gil_switch_ms / 1000.0 if args.gil_switch_ms
+                                        else None,
                                         session_defaults=session_config(args)), start=False)
     server.add_generic_rpc_handlers((floor_handler(server.pool),))
     lock = threading.Lock()

@@ -63,6 +63,7 @@ sys.path.insert(0, str(ROOT / "tools"))  # load_faults
 from load_server import FLOOR_METHOD, ServerProcess, serve_child, session_config  # noqa: E402
 
 from sim_server.client import RemoteSession, SimClient  # noqa: E402
+from sim_server.config import default_engine_workers  # noqa: E402
 from vectorworld.sim.config import SessionConfig  # noqa: E402
 
 WARMUP_STEPS = 10
@@ -383,12 +384,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-streams", type=int, default=0,
                         help="the idle phase: this many idle streams, then a new session must still be served")
     parser.add_argument("--skip-overhead", action="store_true", help="no overhead phase")
-    parser.add_argument("--engine-workers", type=int, default=4, help="the server's --engine-workers")
+    parser.add_argument("--engine-workers", type=int, default=default_engine_workers(),
+                        help="the server's --engine-workers (default: its default, the cores, at most 4)")
     parser.add_argument("--engine-nice", type=int, default=5, help="the server's ServerConfig.engine_nice")
     parser.add_argument("--snapshot-every", type=int, default=200,
                         help="the server's --snapshot-every (0: recovery replays whole journals)")
-    parser.add_argument("--gil-switch-ms", type=float, default=0.0,
-                        help="experiment: the server child's sys.setswitchinterval in ms (0: Python's default)")
+    parser.add_argument("--gil-switch-ms", type=float, default=1.0,
+                        help="the server's ServerConfig.gil_switch_interval_s in ms (0: Python's default, 5 ms)")
     parser.add_argument("--max-sessions", type=int, default=64, help="the server's --max-sessions (at least "
                                                                       "--sessions + 8)")
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)  # the server child's

@@ -68,7 +68,7 @@ def test_a_busy_grpc_port_is_one_line_and_exit_2(tmp_path) -> None:  # noqa: ANN
     ({"tls_cert": Path("/nonexistent.pem")}, "tls_key"),
     ({"tls_cert": Path("/nonexistent.pem"), "tls_key": Path("/nonexistent.key")}, "tls_cert"),
     ({"scenario_dir": Path("/nonexistent-dir")}, "scenario_dir"), ({"token": " "}, "token"),
-    ({"grace_s": 0.0}, "grace_s"),
+    ({"grace_s": 0.0}, "grace_s"), ({"gil_switch_interval_s": 0.0}, "gil_switch_interval_s"),
 ])
 def test_server_config_errors_name_fields_not_flags(changes: dict, field: str) -> None:
     """The library names ServerConfig fields (the CLI words them as flags: test_bad_input_exits_2)."""

@@ -36,9 +36,10 @@ def register(app: typer.Typer) -> None:
         max_sessions: int = typer.Option(64, "--max-sessions",
                                          help="Live-session cap (streams waiting for a request cost no "
                                               "thread; a session holds its world in memory)."),
-        engine_workers: int = typer.Option(4, "--engine-workers",
-                                           help="Threads that run engine steps (reset, step, observe, encode); "
-                                                "a slow step holds one of them only."),
+        engine_workers: int | None = typer.Option(None, "--engine-workers",
+                                                  help="Threads that run engine steps (reset, step, observe, "
+                                                       "encode); a slow step holds one of them only. Default: "
+                                                       "the machine's cores, at most 4."),
         state_dir: Path | None = typer.Option(None, "--state-dir",
                                               help="Directory of session journals (sessions survive a restart "
                                                    "or kill -9). Default: $XDG_STATE_HOME/vectorworld/sessions "
@@ -61,7 +62,7 @@ def register(app: typer.Typer) -> None:
             import grpc  # noqa: F401
         except ImportError as err:
             raise fail("the server needs the 'serve' extra: pip install 'vectorworld[serve]'") from err
-        from sim_server.config import ServerConfig, default_state_dir
+        from sim_server.config import ServerConfig, default_engine_workers, default_state_dir
         from sim_server.server import serve as run_server
         from vectorworld.sim.config import SessionConfig
 
@@ -72,7 +73,8 @@ def register(app: typer.Typer) -> None:
             config = ServerConfig(host=host, port=port, http_port=None if http_port < 0 else http_port,
                                   token=token, tls_cert=tls_cert, tls_key=tls_key, max_sessions=max_sessions,
                                   idle_timeout_s=idle_timeout, grace_s=grace, scenario_dir=scenario_dir,
-                                  engine_workers=engine_workers, snapshot_every=snapshot_every,
+                                  engine_workers=default_engine_workers() if engine_workers is None else engine_workers,
+                                  snapshot_every=snapshot_every,
                                   state_dir=None if no_journal else (state_dir or default_state_dir()),
                                   session_defaults=SessionConfig(generator=generator, npc_policy=npc)
                                   ).validate()
