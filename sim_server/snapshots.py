@@ -38,7 +38,6 @@ from vectorworld import __version__
 from vectorworld.sim.session import Session
 
 SNAPSHOT_VERSION = 1
-SNAP_SUFFIX = ".snap"
 
 
 @dataclass(frozen=True)

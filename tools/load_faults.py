@@ -98,7 +98,7 @@ class HealthProber:
         ok = [ms for _, ms in outside if ms is not None]
         worst = sorted(((ms if ms is not None else float("inf"), t - self.started) for t, ms in outside), reverse=True)
         return {"checks": len(outside), "failures": sum(ms is None for _, ms in outside),
-                **percentiles(ok, "health_ms"),
+                "health_over_100ms": sum(ms > 100.0 for ms in ok), **percentiles(ok, "health_ms"),
                 "health_worst": [(round(t, 2), round(ms, 1)) for ms, t in worst[:8]]}
 
 

@@ -492,7 +492,8 @@ def _print_faults(f: dict[str, Any]) -> None:
               f"{d['paired']} steps; outside the restart {d['overhead_outside_restart_ms_p50']:.2f}/"
               f"{d['overhead_outside_restart_ms_p99']:.2f}); health {d['health_ms_p50']:.1f}/{d['health_ms_p99']:.1f}/"
               f"{d['health_ms_max']:.1f} ms (p50/p99/max, {d['checks']} checks outside the restart, "
-              f"{d['failures']} failed); {d['exactly_steps']}/{d['active']} sessions ended at exactly "
+              f"{d['failures']} failed, {d.get('health_over_100ms')} over 100 ms); "
+              f"{d['exactly_steps']}/{d['active']} sessions ended at exactly "
               f"{d['steps_per_session']} steps; {d['vanished_exactly_once']}/{d['vanished']} vanished clients' "
               f"resends answered exactly once; {d['idle_spoke_after_restart']}/{d['idle_opened']} idle sessions "
               f"stepped after the restart; {d['replayed_steps']} kept replies served; {d['wall_s']:.0f} s")
