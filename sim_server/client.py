@@ -17,8 +17,11 @@ tools/load_test.py --compare-history), so it is opt-in: for slow links.
 
 Retries: read-only calls (GetSession, ListSessions) and steps are retried on UNAVAILABLE / DEADLINE_EXCEEDED
 with exponential backoff (capped at 1 s), at least ``retries`` times and for as long as ``reconnect_s`` allows
-(default 30 s: long enough for a journaled server to restart and rebuild its sessions; ``retries=0`` turns
-retrying off). A Step is retried with the *same* expected step index and command; the server keeps the reply
+(default 30 s, for the server process to come back), and while the server says the session is being rebuilt
+from its journal (UNAVAILABLE with trailing metadata ``vw-recovering``: it is up and replaying) for up to
+``recovery_wait_s`` (default 600 s) — so a client rides out a restart however long recovery takes on a
+loaded machine, yet gives up on a server that is simply gone after ``reconnect_s``. ``retries=0`` turns
+retrying off. A Step is retried with the *same* expected step index and command; the server keeps the reply
 of the step it applied last, so a retry whose first attempt had been applied gets that very reply (never a
 second step). A stream (:meth:`RemoteSession.stream`) that breaks is resumed on a new stream that first
 resends the request whose reply had not arrived. (Against a server without kept replies, an ABORTED retry
@@ -38,7 +41,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from sim_server import simulator_service_pb2_grpc
+from sim_server import RECOVERING_METADATA, simulator_service_pb2_grpc
 from vectorworld.errors import DataFormatError
 from vectorworld.sim.observation import Observation
 from vectorworld.v1 import session_pb2
@@ -77,7 +80,7 @@ class SimClient:
     def __init__(self, target: str = "localhost:50051", token: str | None = None,
                  root_certificates: bytes | str | Path | None = None, timeout_s: float = 60.0,
                  retries: int = 3, backoff_s: float = 0.1, reconnect_s: float = 30.0,
-                 max_receive_message_bytes: int = 64 * 1024 * 1024) -> None:
+                 recovery_wait_s: float = 600.0, max_receive_message_bytes: int = 64 * 1024 * 1024) -> None:
         options = [("grpc.max_receive_message_length", max_receive_message_bytes)]
         if root_certificates is not None:
             if not isinstance(root_certificates, bytes):
@@ -92,6 +95,7 @@ class SimClient:
         self.retries = retries
         self.backoff_s = backoff_s
         self.reconnect_s = reconnect_s
+        self.recovery_wait_s = recovery_wait_s
 
     # ----------------------------------------------------------------- sessions
     def create_session(self, seed: int = 0, target_km: float | None = None, generator: str = "",
@@ -182,8 +186,11 @@ class SimClient:
 
     def backoff(self, err: grpc.RpcError, attempt: int, start: float) -> None:
         """Sleep before retry ``attempt + 1``, or re-raise ``err`` when it is not worth retrying."""
+        window = self.reconnect_s
+        if err.code() is grpc.StatusCode.UNAVAILABLE and recovering(err):
+            window = max(window, self.recovery_wait_s)
         if err.code() not in RETRYABLE or self.retries <= 0 or (
-                attempt >= self.retries and time.monotonic() - start > self.reconnect_s):
+                attempt >= self.retries and time.monotonic() - start > window):
             raise err
         time.sleep(min(self.backoff_s * 2 ** attempt, 1.0))
 
@@ -195,6 +202,15 @@ class SimClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def recovering(err: grpc.RpcError) -> bool:
+    """Whether ``err`` says the session is being rebuilt after a server restart (``vw-recovering``)."""
+    trailing = getattr(err, "trailing_metadata", None)
+    try:
+        return any(key == RECOVERING_METADATA for key, _ in (trailing() if trailing else None) or ())
+    except (TypeError, ValueError):
+        return False
 
 
 class RemoteSession:

@@ -14,17 +14,26 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 T = TypeVar("T")
+Done = Callable[[bool, Any], None]
+"""How a finished job reports back: (ok, result or exception)."""
 
 
 class EnginePool:
-    """``workers`` engine threads and the queue in front of them (thread-safe bookkeeping)."""
+    """``workers`` engine threads and the queue in front of them.
+
+    The hand-off is kept minimal because it is on every step's path: a job is a tuple on a C-level
+    ``SimpleQueue`` (a waiting worker blocks in C, without the GIL) and a finished job settles its asyncio
+    future with one ``call_soon_threadsafe`` (no ``concurrent.futures.Future`` between them, as
+    ``run_in_executor`` would add). The bookkeeping (``_queued``, ``_running``) is single dict and set
+    operations, atomic under the GIL: no lock on the path."""
 
     def __init__(self, workers: int, saturation_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic, nice: int = 0) -> None:
@@ -32,12 +41,14 @@ class EnginePool:
         self.saturation_s = saturation_s
         self.clock = clock
         self.nice = nice
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vectorworld-engine",
-                                            initializer=self._lower_priority)
-        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[tuple[int, Callable[[], Any], Done] | None] = queue.SimpleQueue()
         self._queued: dict[int, float] = {}  # job number -> time it was submitted (not started yet)
-        self._running = 0
+        self._running: set[int] = set()
         self._ids = itertools.count()
+        self._threads = [threading.Thread(target=self._work, name=f"vectorworld-engine_{k}", daemon=True)
+                         for k in range(workers)]
+        for thread in self._threads:
+            thread.start()
 
     def _lower_priority(self) -> None:
         """Engine threads ``nice`` steps below the event loop (Linux schedules threads, so the loop thread
@@ -49,53 +60,88 @@ class EnginePool:
             except OSError:  # not permitted / not per-thread here: run at the process priority
                 pass
 
+    def _work(self) -> None:
+        self._lower_priority()
+        while (item := self._jobs.get()) is not None:
+            job, fn, done = item
+            if self._queued.pop(job, None) is None:  # its caller was cancelled before it started
+                continue
+            self._running.add(job)
+            try:
+                ok, value = True, fn()
+            except BaseException as err:  # noqa: BLE001 - handed to the caller
+                ok, value = False, err
+            finally:
+                self._running.discard(job)
+            done(ok, value)
+
+    def _put(self, fn: Callable[[], Any], done: Done) -> int:
+        job = next(self._ids)
+        self._queued[job] = self.clock()
+        self._jobs.put((job, fn, done))
+        return job
+
     async def run(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on an engine thread. Cancelled while still queued: ``fn`` never runs; cancelled while
         running: ``fn`` runs to its end (its effects stand) and the caller sees CancelledError."""
-        job = next(self._ids)
-        with self._lock:
-            self._queued[job] = self.clock()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
 
-        def call() -> T:
-            with self._lock:
-                if self._queued.pop(job, None) is None:  # its caller was cancelled before it started
-                    raise asyncio.CancelledError
-                self._running += 1
+        def done(ok: bool, value: Any) -> None:
             try:
-                return fn()
-            finally:
-                with self._lock:
-                    self._running -= 1
+                loop.call_soon_threadsafe(_settle, future, ok, value)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
 
+        job = self._put(fn, done)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, call)
-        finally:
-            with self._lock:  # done, or cancelled before it started: then call() will not run fn
-                self._queued.pop(job, None)
+            return await future
+        finally:  # done, or cancelled before it started: then the worker will not run fn
+            self._queued.pop(job, None)
 
     def submit(self, fn: Callable[..., T], *args: object) -> Future[T]:
         """Run ``fn(*args)`` on an engine thread (from outside the event loop: start-up recovery)."""
-        return self._executor.submit(fn, *args)
+        future: Future[T] = Future()
+
+        def done(ok: bool, value: Any) -> None:
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+        self._put(lambda: fn(*args), done)
+        return future
 
     @property
     def queued(self) -> int:
         """Jobs waiting for a worker."""
-        with self._lock:
-            return len(self._queued)
+        return len(self._queued)
 
     @property
     def running(self) -> int:
-        with self._lock:
-            return self._running
+        return len(self._running)
 
     def oldest_wait_s(self) -> float:
         """How long the oldest queued job has waited (0 when none waits)."""
-        with self._lock:
-            oldest = min(self._queued.values(), default=None)
+        oldest = min(list(self._queued.values()), default=None)
         return 0.0 if oldest is None else max(self.clock() - oldest, 0.0)
 
     def saturated(self) -> bool:
         return self.oldest_wait_s() > self.saturation_s
 
     def shutdown(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Cancel the jobs still queued, let running ones finish, end the threads."""
+        self._queued.clear()  # workers skip them (their asyncio callers were cancelled by the server stop)
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join()
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.cancelled():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)

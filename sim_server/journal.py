@@ -14,6 +14,13 @@ every ``fsync_interval_s`` on a background thread and at close: a power loss or 
 interval's steps; a line cut short by one is dropped on replay. A closed or reaped session's journal is
 deleted; a journal that cannot be replayed to the state it recorded is renamed ``<id>.lost`` (kept for
 inspection, reported as lost, never retried).
+
+Snapshots (``sim_server/snapshots.py``): beside each journal the store keeps ``<id>.snap``, the session's
+state at its latest snapshot step (every ``snapshot_every`` steps and at step 0), so recovery replays only
+the journal's steps after it. The engine thread captures the state under the session's lock; compressing
+and writing it runs on the store's snapshot thread (a bounded queue: when it is full a snapshot is
+skipped, never waited for). The journal itself always keeps every step, so a missing or unusable snapshot
+only makes recovery slower.
 """
 
 from __future__ import annotations
@@ -22,12 +29,13 @@ import base64
 import json
 import logging
 import os
+import queue
 import threading
 import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,9 +43,14 @@ from vectorworld import __version__
 from vectorworld.errors import VectorWorldError
 from vectorworld.sim.session import Session
 
+if TYPE_CHECKING:
+    from sim_server.snapshots import Capture
+
 log = logging.getLogger(__name__)
 JOURNAL_VERSION = 1
-SUFFIX, LOST_SUFFIX = ".journal", ".lost"
+SUFFIX, LOST_SUFFIX, SNAP_SUFFIX = ".journal", ".lost", ".snap"
+SNAPSHOT_QUEUE = 8
+"""Captured snapshots waiting to be written (each holds a session's uncompressed state, ~10 MB)."""
 
 
 class JournalError(VectorWorldError):
@@ -77,6 +90,20 @@ class SessionJournal:
     def __init__(self, path: Path, fd: int, store: JournalStore) -> None:
         self.path, self._fd, self._store = path, fd, store
         self._dirty = False
+        self.removed = False
+
+    @property
+    def snapshot_path(self) -> Path:
+        return self.path.with_suffix(SNAP_SUFFIX)
+
+    def snapshot_due(self, step: int) -> bool:
+        """Whether the session's state at ``step`` should be snapshotted."""
+        every = self._store.snapshot_every
+        return every > 0 and step % every == 0
+
+    def snapshot(self, capture: Capture) -> bool:
+        """Queue ``capture`` to be written as this session's snapshot; False when the queue is full."""
+        return self._store.queue_snapshot(self, capture)
 
     def append_step(self, expected_step: int, command: bytes, digest: int) -> None:
         self._write({"n": expected_step, "c": base64.b64encode(command).decode("ascii"), "h": digest})
@@ -101,18 +128,20 @@ class SessionJournal:
         self._store.forget(self)
 
     def remove(self) -> None:
-        """Close and delete (the session was closed or reaped)."""
+        """Close and delete, with its snapshot (the session was closed or reaped)."""
+        self.removed = True
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
         self._store.forget(self)
         self.path.unlink(missing_ok=True)
+        self.snapshot_path.unlink(missing_ok=True)
 
 
 class JournalStore:
     """The state directory: creates journals, lists the ones left by an earlier run, fsyncs in batches."""
 
-    def __init__(self, root: Path, fsync_interval_s: float = 0.2) -> None:
+    def __init__(self, root: Path, fsync_interval_s: float = 0.2, snapshot_every: int = 0) -> None:
         self.root = Path(root)
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -121,6 +150,11 @@ class JournalStore:
         if not os.access(self.root, os.W_OK):
             raise JournalError(f"state directory {self.root} is not writable")
         self.fsync_interval_s = fsync_interval_s
+        self.snapshot_every = snapshot_every
+        self.snapshots_written = 0
+        self.snapshots_skipped = 0
+        self._snapshots: queue.Queue[tuple[SessionJournal, Capture] | None] = queue.Queue(SNAPSHOT_QUEUE)
+        self._writer: threading.Thread | None = None
         self._open: set[SessionJournal] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -158,7 +192,37 @@ class JournalStore:
     def mark_lost(self, path: Path) -> Path:
         target = path.with_suffix(LOST_SUFFIX)
         path.replace(target)
+        path.with_suffix(SNAP_SUFFIX).unlink(missing_ok=True)
         return target
+
+    def remove_orphan_snapshots(self) -> int:
+        """Delete snapshots whose journal is gone (a crash between the two deletions); returns how many."""
+        orphans = [p for p in self.root.glob(f"*{SNAP_SUFFIX}") if not p.with_suffix(SUFFIX).exists()]
+        orphans += list(self.root.glob(f"*{SNAP_SUFFIX}.tmp"))
+        for path in orphans:
+            path.unlink(missing_ok=True)
+        return len(orphans)
+
+    def queue_snapshot(self, journal: SessionJournal, capture: Capture) -> bool:
+        try:
+            self._snapshots.put_nowait((journal, capture))
+            return True
+        except queue.Full:
+            self.snapshots_skipped += 1
+            return False
+
+    def _write_snapshots(self) -> None:
+        while (item := self._snapshots.get()) is not None:
+            journal, capture = item
+            if journal.removed:
+                continue
+            try:
+                capture.write(journal.snapshot_path)
+                self.snapshots_written += 1
+            except OSError as err:  # only a shortcut: recovery replays the journal instead
+                log.warning("snapshot %s: %s", journal.snapshot_path, err)
+            if journal.removed:  # closed while it was being written
+                journal.snapshot_path.unlink(missing_ok=True)
 
     def forget(self, journal: SessionJournal) -> None:
         with self._lock:
@@ -180,12 +244,17 @@ class JournalStore:
 
         self._flusher = threading.Thread(target=loop, name="vectorworld-journal", daemon=True)
         self._flusher.start()
+        self._writer = threading.Thread(target=self._write_snapshots, name="vectorworld-snapshots", daemon=True)
+        self._writer.start()
 
     def stop(self) -> None:
         """Stop the flusher and close (fsync) every open journal; the files stay for the next start."""
         self._stop.set()
         if self._flusher is not None:
             self._flusher.join(timeout=5.0)
+        if self._writer is not None:  # the snapshots already queued are written first
+            self._snapshots.put(None)
+            self._writer.join(timeout=30.0)
         with self._lock:
             journals = list(self._open)
         for journal in journals:

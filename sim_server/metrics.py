@@ -116,6 +116,11 @@ class ServerMetrics:
                                           "Sessions rebuilt from their journals at start.")
         self.sessions_lost = Counter("vectorworld_sessions_lost_total",
                                      "Journaled sessions that could not be rebuilt at start.")
+        self.recovery_snapshots = Counter("vectorworld_recovery_snapshots_total",
+                                          "Sessions rebuilt at start from a snapshot (then the journal's later "
+                                          "steps).")
+        self.recovery_replayed_steps = Counter("vectorworld_recovery_replayed_steps_total",
+                                               "Journal steps replayed to rebuild sessions at start.")
         self.sessions_created = Counter("vectorworld_sessions_created_total", "Sessions created.")
         self.sessions_closed = Counter("vectorworld_sessions_closed_total",
                                        "Sessions closed, by reason (client, reaped, shutdown).", ("reason",))
@@ -132,7 +137,8 @@ class ServerMetrics:
 
     def render(self) -> str:
         parts = (self.sessions, self.engine_queued, self.engine_running, self.sessions_created,
-                 self.sessions_closed, self.sessions_recovered, self.sessions_lost, self.steps,
+                 self.sessions_closed, self.sessions_recovered, self.sessions_lost,
+                 self.recovery_snapshots, self.recovery_replayed_steps, self.steps,
                  self.replayed_steps, self.step_latency,
                  self.engine_step, self.tile_latency, self.rpcs, self.errors)
         return "\n".join(line for metric in parts for line in metric.render()) + "\n"

@@ -26,8 +26,11 @@ import ctypes
 import logging
 import signal
 import socket
+import sys
 import threading
+import time
 from collections.abc import Coroutine, Sequence
+from concurrent.futures import as_completed
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -61,7 +64,8 @@ class SimServer:
         self.config = config.validate()
         self.factory = factory
         self.journals = None if config.state_dir is None else JournalStore(Path(config.state_dir),
-                                                                             config.journal_fsync_s)
+                                                                             config.journal_fsync_s,
+                                                                             config.snapshot_every)
         self.pool = EnginePool(config.engine_workers, config.engine_saturation_s, nice=config.engine_nice)
         self.manager = SessionManager(config.max_sessions, config.idle_timeout_s,
                                       config.session_lock_timeout_s, factory, on_step=self._on_step,
@@ -78,6 +82,8 @@ class SimServer:
         self._monitor: asyncio.Task[None] | None = None
         self.http_port: int | None = None
         self._closed_at_release = 0.0
+        self.recovery_s = 0.0
+        """How long rebuilding the journaled sessions took at start (s)."""
         self._http_server = None
         self._http_thread: threading.Thread | None = None
         self.loop = asyncio.new_event_loop()
@@ -138,15 +144,18 @@ class SimServer:
             raise
 
     def _start(self) -> SimServer:
+        if self.config.gil_switch_interval_s is not None:
+            sys.setswitchinterval(self.config.gil_switch_interval_s)
+        pending = self._pending_recovery()  # marked before the port opens: never NOT_FOUND for them
         self._run(self.server.start())
         for name in ("", SERVICE_NAME):
             self._run(self.health.set(name, NOT_SERVING))
         if self.config.http_port is not None:
             self._start_http()
-        self._recover()
+        self._recover(pending)
         if self.journals is not None:
             self.journals.start()
-        self.manager.start_reaper(self.config.reap_interval_s, on_tick=self._release_memory)
+        self.manager.start_reaper(self.config.reap_interval_s, on_tick=self.release_memory)
         self._started.set()
         self._monitor = self._run(self._start_monitor())
         log.info("vectorworld serving gRPC on %s:%d%s (%d engine workers%s)", self.config.host, self.port,
@@ -226,40 +235,57 @@ class SimServer:
                                 self.config.engine_saturation_s)
             await asyncio.sleep(HEALTH_PERIOD_S)
 
-    def _recover(self) -> None:
-        """Rebuild every journaled session of an earlier run (in parallel on the engine pool)."""
+    def _pending_recovery(self) -> list[Path]:
+        """The journals of an earlier run, their sessions marked as being rebuilt (calls on them answer
+        UNAVAILABLE ``vw-recovering`` until they are); the earlier runs' lost sessions, marked lost."""
         if self.journals is None:
-            return
+            return []
         for session_id, reason in lost_from_earlier_runs(self.journals).items():
             self.manager.end_recovery(session_id, None, reason)
+        self.journals.remove_orphan_snapshots()
         paths = self.journals.pending()
         for path in paths:
             self.manager.begin_recovery(path.stem)
-        futures = [self.pool.submit(recover_one, path, self.journals, self.factory, self.manager.clock)
-                   for path in paths]
-        for path, future in zip(paths, futures, strict=True):
+        return paths
+
+    def _recover(self, paths: list[Path]) -> None:
+        """Rebuild the sessions of ``paths`` (in parallel on the engine pool), each published when done."""
+        if self.journals is None:
+            return
+        t0 = time.perf_counter()
+        futures = {self.pool.submit(recover_one, path, self.journals, self.factory, self.manager.clock): path
+                   for path in paths}
+        for future in as_completed(futures):  # each session answers as soon as it is rebuilt
             session_id, managed, lost = future.result()
-            self.manager.end_recovery(path.stem, managed, lost)
+            self.manager.end_recovery(futures[future].stem, managed, lost)
             if managed is not None:
                 self.metrics.sessions_recovered.inc()
+                self.metrics.recovery_replayed_steps.inc(amount=managed.recovery_replayed)
+                if managed.recovery_snapshot:
+                    self.metrics.recovery_snapshots.inc()
             else:
                 self.metrics.sessions_lost.inc()
+        self.recovery_s = time.perf_counter() - t0
         if paths:
-            log.info("recovered %d of %d journaled sessions", self.metrics.sessions_recovered.value(), len(paths))
+            log.info("recovered %d of %d journaled sessions in %.1f s (%d from snapshots, %d steps replayed)",
+                     self.metrics.sessions_recovered.value(), len(paths), self.recovery_s,
+                     self.metrics.recovery_snapshots.value(), self.metrics.recovery_replayed_steps.value())
 
     def _on_step(self, managed: object, engine_s: float, new_tile_ms: list[float]) -> None:
         self.metrics.engine_step.observe(engine_s)
         for ms in new_tile_ms:
             self.metrics.tile_latency.observe(ms / 1000.0)
 
-    def _release_memory(self) -> None:
-        """After sessions closed, hand the allocator's free memory back to the OS (glibc keeps freed memory
-        in per-thread arenas: after many sessions stepped in parallel RSS would stay hundreds of MB above
-        what is live). At most once per reaper round, only when a session closed since the last one."""
+    def release_memory(self) -> bool:
+        """If sessions closed since the last call, hand the allocator's free memory back to the OS (glibc
+        keeps freed memory in per-thread arenas: after many sessions stepped in parallel RSS would stay
+        hundreds of MB above what is live). The reaper calls this after every round; an embedder may call
+        it too. Returns whether memory was released (False: nothing closed since, or no glibc)."""
         closed = sum(self.metrics.sessions_closed.value(reason) for reason in ("client", "reaped"))
-        if closed != self._closed_at_release:
-            self._closed_at_release = closed
-            release_free_memory()
+        if closed == self._closed_at_release:
+            return False
+        self._closed_at_release = closed
+        return release_free_memory()
 
     def _start_http(self) -> None:
         import uvicorn

@@ -19,6 +19,8 @@ EpisodeFinishedError, SessionFailedError               FAILED_PRECONDITION  epis
 SessionCapError                                        RESOURCE_EXHAUSTED   session cap reached
 ShuttingDownError                                      UNAVAILABLE          server draining
 SessionRecoveringError                                 UNAVAILABLE          being rebuilt after a restart
+                                                                            (trailing metadata
+                                                                            ``vw-recovering``)
 anything else                                          INTERNAL             bug; the server stays up
 =====================================================  ===================  ================================
 
@@ -56,6 +58,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from sim_server import RECOVERING_METADATA
 from sim_server.config import ServerConfig
 from sim_server.engine_pool import EnginePool
 from sim_server.metrics import ServerMetrics
@@ -278,13 +281,15 @@ class SimulatorServicer:
         _require_id(session_id)
         if expected_step < 0:
             raise ConfigError(f"expected_step must be >= 0, got {expected_step}")
-        command = codec.command_from_proto(command_msg)
-        key = command_msg.SerializeToString()
         managed = self.manager.get(session_id)
+
+        def step() -> tuple[bytes, bool]:  # on the engine thread: the command's decode too (loop stays free)
+            command = codec.command_from_proto(command_msg)
+            return self.manager.step_reply(session_id, command, expected_step, command_msg.SerializeToString())
+
         async with self._turn(managed):
             try:
-                reply, replayed = await self.pool.run(
-                    lambda: self.manager.step_reply(session_id, command, expected_step, key))
+                reply, replayed = await self.pool.run(step)
             except StepMismatchError:
                 context.set_trailing_metadata((("vw-current-step", str(managed.session.step_index)),))
                 raise
@@ -326,6 +331,8 @@ class SimulatorServicer:
                 message = f"internal error in {method}: {type(err).__name__}: {err}"
             else:
                 message = str(err) or type(err).__name__
+            if isinstance(err, SessionRecoveringError):  # the client keeps waiting (sim_server/client.py)
+                context.set_trailing_metadata(((RECOVERING_METADATA, "1"),))
             self.metrics.rpcs.inc(method, code.name)
             self.metrics.errors.inc(code.name)
             await context.abort(code, message[:2000])

@@ -15,7 +15,8 @@ lost a reply can resend its request without the step being applied twice (a diff
 applied step is a conflict: StepMismatchError).
 
 Durability: with a :class:`~sim_server.journal.JournalStore`, every created session gets a journal and every
-applied step is appended to it before its reply leaves; :meth:`SessionManager.recover` rebuilds the
+applied step is appended to it before its reply leaves (and every ``snapshot_every`` steps its state is
+snapshotted, ``sim_server/snapshots.py``); :meth:`SessionManager.recover` rebuilds the
 sessions an earlier run left (``sim_server/recovery.py``). A session that cannot be rebuilt is *lost*:
 calls on it raise SessionLostError (never a silent NOT_FOUND).
 """
@@ -33,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim_server import snapshots
 from sim_server.journal import JournalStore, SessionJournal, state_digest
 from vectorworld.errors import StepMismatchError, VectorWorldError
 from vectorworld.sim.config import SessionConfig
@@ -102,6 +104,10 @@ class ManagedSession:
     """How this session's observations are encoded, with the state its deltas keep (used under ``lock``)."""
     journal: SessionJournal | None = field(default=None, repr=False)
     last_reply: CachedReply | None = field(default=None, repr=False)
+    recovery_replayed: int = 0
+    """Rebuilt after a restart: how many journal steps were replayed (after the snapshot, if one was used)."""
+    recovery_snapshot: bool = False
+    """Rebuilt after a restart from a snapshot (``sim_server/snapshots.py``)."""
     alock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     """The asyncio server's per-session queue: callers wait here (on the event loop, costing no engine
     thread) before their work goes to the engine pool, where ``lock`` is then free or nearly so."""
@@ -216,6 +222,7 @@ class SessionManager:
             if self.journals is not None:
                 managed.journal = self.journals.create(managed.id, codec.config_to_json(session.config),
                                                        managed.encoding)
+                self._snapshot(managed)
             with self._lock:
                 self._sessions[managed.id] = managed
             return managed, obs
@@ -253,7 +260,20 @@ class SessionManager:
             self._step_locked(managed, command, expected_step, lambda m, obs: out.append(m.encode_reply(obs)),
                               command_key)
             managed.last_reply = CachedReply(expected_step, command_key, out[0])
+            self._snapshot(managed)
             return out[0], False
+
+    def _snapshot(self, managed: ManagedSession) -> None:
+        """Under the session's lock: queue a snapshot of its state (with the kept reply) if one is due."""
+        journal = managed.journal
+        if journal is None or not journal.snapshot_due(managed.session.step_index):
+            return
+        reply = managed.last_reply
+        kept = None if reply is None else (reply.expected_step, reply.command, reply.reply)
+        try:
+            journal.snapshot(snapshots.capture(managed.session, state_digest(managed.session), kept))
+        except Exception:  # noqa: BLE001 - a snapshot is a shortcut: the session goes on without it
+            log.exception("session %s: snapshot at step %d failed", managed.id, managed.session.step_index)
 
     def _step_locked(self, managed: ManagedSession, command: EgoCommand | None, expected_step: int,
                      deliver: Callable[[ManagedSession, Observation], None] | None,

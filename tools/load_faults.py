@@ -21,7 +21,11 @@ created and stepped: the server must still serve it (its create and step latenci
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,7 +35,6 @@ from typing import Any
 
 import grpc
 import numpy as np
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sim_server.client import SimClient
 from vectorworld.sim.config import SessionConfig
@@ -50,37 +53,53 @@ def percentiles(values: list[float], prefix: str) -> dict[str, float]:
     return out
 
 
+PROBER = """
+import json, os, sys, time
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+target, period, running, deadline = sys.argv[1], float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+samples, channel = [], grpc.insecure_channel(target)
+while os.path.exists(running) and time.perf_counter() < deadline:
+    t0 = time.perf_counter()
+    try:
+        health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2.0)
+        samples.append((t0, (time.perf_counter() - t0) * 1e3))
+    except grpc.RpcError:
+        samples.append((t0, None))
+        channel.close()  # a fresh channel: no client-side reconnect backoff after a restart
+        channel = grpc.insecure_channel(target)
+    time.sleep(max(period - (time.perf_counter() - t0), 0.0))
+print(json.dumps(samples), flush=True)
+"""
+"""The prober process: health Check every period until the ``running`` file is gone, then the samples."""
+
+
 class HealthProber:
-    """gRPC health Check every ``period_s`` on its own channel: (time, latency ms or None if it failed)."""
+    """gRPC health Check every ``period_s`` from a process of its own (so the load test's client threads,
+    which share this process's GIL, do not delay the probe): (time, latency ms or None if it failed).
+    Times are ``time.perf_counter`` (CLOCK_MONOTONIC on Linux: comparable across processes)."""
 
-    def __init__(self, target: str, period_s: float = 0.05) -> None:
-        self.target, self.period_s = target, period_s
+    def __init__(self, target: str, period_s: float = 0.05, max_s: float = 3600.0) -> None:
         self.samples: list[tuple[float, float | None]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        channel = grpc.insecure_channel(self.target)
-        while not self._stop.wait(self.period_s):
-            t0 = time.perf_counter()
-            try:
-                health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2.0)
-                self.samples.append((t0, (time.perf_counter() - t0) * 1e3))
-            except grpc.RpcError:
-                self.samples.append((t0, None))
-                channel.close()  # a fresh channel: no client-side reconnect backoff after a restart
-                channel = grpc.insecure_channel(self.target)
-        channel.close()
+        self.started = time.perf_counter()
+        fd, running = tempfile.mkstemp(prefix="vw-prober-")
+        os.close(fd)
+        self._running = Path(running)
+        self._proc = subprocess.Popen([sys.executable, "-c", PROBER, target, str(period_s), running,
+                                       str(time.perf_counter() + max_s)], stdout=subprocess.PIPE, text=True)
 
     def stop(self, window: tuple[float, float] = (0.0, 0.0)) -> dict[str, Any]:
-        """Figures outside ``window`` (the restart: perf_counter from, to), and the failures outside it."""
-        self._stop.set()
-        self._thread.join(timeout=10)
+        """Figures outside ``window`` (the restart: perf_counter from, to), the failures outside it, and the
+        slowest checks outside it (``health_worst``: s since the prober started, ms; inf = failed)."""
+        self._running.unlink(missing_ok=True)
+        out, _ = self._proc.communicate(timeout=60)
+        self.samples = [(t, ms) for t, ms in json.loads(out or "[]")]
         outside = [(t, ms) for t, ms in self.samples if not window[0] <= t <= window[1]]
         ok = [ms for _, ms in outside if ms is not None]
+        worst = sorted(((ms if ms is not None else float("inf"), t - self.started) for t, ms in outside), reverse=True)
         return {"checks": len(outside), "failures": sum(ms is None for _, ms in outside),
-                **percentiles(ok, "health_ms")}
+                "health_over_100ms": sum(ms > 100.0 for ms in ok), **percentiles(ok, "health_ms"),
+                "health_worst": [(round(t, 2), round(ms, 1)) for ms, t in worst[:8]]}
 
 
 class IdleStreams:
@@ -223,7 +242,7 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
 
     def worker(k: int) -> None:
         try:
-            with SimClient(target, timeout_s=120.0, reconnect_s=120.0) as client:
+            with SimClient(target, timeout_s=120.0) as client:  # the client's default reconnect window
                 session = client.create_session(seed=config.seed + k, target_km=config.target_km,
                                                 max_steps=config.max_steps, terminate_on_collision=False)
                 out = rows.setdefault(session.id, [])
@@ -252,6 +271,7 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(active)]
     t0 = time.perf_counter()
+    phases = {"idle_open_s": round(t0 - prober.started, 2)}
     for t in threads:
         t.start()
     restart: dict[str, Any] = {}
@@ -267,10 +287,16 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
             server.kill()
             server = make_server(port, state)
             restart = {"at_step_median": float(np.median(progress)), "window": (killed, time.perf_counter())}
+            phases |= {"killed_s": round(killed - prober.started, 2),
+                       "restarted_s": round(restart["window"][1] - prober.started, 2)}
             restart["downtime_s"] = restart["window"][1] - killed
-            restart |= {k: int(server.ask("stats")[k]) for k in ("recovered", "lost")}
+            stats_after = server.ask("stats")
+            restart |= {k: int(stats_after[k]) for k in ("recovered", "lost", "recovery_snapshots",
+                                                         "recovery_replayed_steps")}
+            restart["recovery_s"] = float(stats_after["recovery_s"])
     times.update(server.step_times())
     wall = time.perf_counter() - t0
+    phases["active_done_s"] = round(time.perf_counter() - prober.started, 2)
     idle.speak()
     idle.close()
     errors += idle.errors
@@ -296,7 +322,7 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
             "vanished_exactly_once": sum(v == 1 for v in vanished), "paired": len(overhead),
             **percentiles(latency, "client_ms"), **percentiles(steady, "client_outside_restart_ms"),
             **percentiles(overhead, "overhead_ms"), **percentiles(steady_overhead, "overhead_outside_restart_ms"),
-            "restart": {k: v for k, v in restart.items() if k != "window"}, **health,
+            "restart": {k: v for k, v in restart.items() if k != "window"}, **health, "phases": phases,
             "replayed_steps": stats["replayed_steps"], "live_sessions_after": stats["live_sessions"]}
 
 

@@ -58,7 +58,9 @@ def serve_child(args: argparse.Namespace) -> int:
     server = create_server(ServerConfig(port=args.port, http_port=None,
                                         max_sessions=max(args.sessions + 8, args.max_sessions),
                                         engine_workers=args.engine_workers, state_dir=args.state_dir,
-                                        engine_nice=args.engine_nice,
+                                        engine_nice=args.engine_nice, snapshot_every=args.snapshot_every,
+                                        gil_switch_interval_s=args.gil_switch_ms / 1000.0 if args.gil_switch_ms
+                                        else None,
                                         session_defaults=session_config(args)), start=False)
     server.add_generic_rpc_handlers((floor_handler(server.pool),))
     lock = threading.Lock()
@@ -101,6 +103,8 @@ def serve_child(args: argparse.Namespace) -> int:
                 reply = {"rss_mib": rss_mib(), "objects": len(gc.get_objects()),
                          "live_sessions": len(server.manager), "recovered": m.sessions_recovered.value(),
                          "lost": m.sessions_lost.value(), "replayed_steps": m.replayed_steps.value(),
+                         "recovery_s": server.recovery_s, "recovery_snapshots": m.recovery_snapshots.value(),
+                         "recovery_replayed_steps": m.recovery_replayed_steps.value(),
                          "engine_step_s_total": m.engine_step.total, "engine_steps": m.engine_step.count}
                 reply["rss_trimmed_mib"] = rss_mib() if release_free_memory() else None
             elif command == "quit":
@@ -144,7 +148,8 @@ class ServerProcess:
                    "--npc", args.npc, "--sessions", str(args.sessions), "--steps", str(args.steps),
                    "--overhead-steps", str(args.overhead_steps), "--engine-workers", str(args.engine_workers),
                    "--max-sessions", str(args.max_sessions), "--port", str(port),
-                   "--engine-nice", str(args.engine_nice)]
+                   "--engine-nice", str(args.engine_nice), "--snapshot-every", str(args.snapshot_every),
+                   "--gil-switch-ms", str(args.gil_switch_ms)]
         if state_dir is not None:
             command += ["--state-dir", str(state_dir)]
         self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -63,6 +63,7 @@ sys.path.insert(0, str(ROOT / "tools"))  # load_faults
 from load_server import FLOOR_METHOD, ServerProcess, serve_child, session_config  # noqa: E402
 
 from sim_server.client import RemoteSession, SimClient  # noqa: E402
+from sim_server.config import default_engine_workers  # noqa: E402
 from vectorworld.sim.config import SessionConfig  # noqa: E402
 
 WARMUP_STEPS = 10
@@ -383,8 +384,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-streams", type=int, default=0,
                         help="the idle phase: this many idle streams, then a new session must still be served")
     parser.add_argument("--skip-overhead", action="store_true", help="no overhead phase")
-    parser.add_argument("--engine-workers", type=int, default=4, help="the server's --engine-workers")
+    parser.add_argument("--engine-workers", type=int, default=default_engine_workers(),
+                        help="the server's --engine-workers (default: its default, the cores, at most 4)")
     parser.add_argument("--engine-nice", type=int, default=5, help="the server's ServerConfig.engine_nice")
+    parser.add_argument("--snapshot-every", type=int, default=200,
+                        help="the server's --snapshot-every (0: recovery replays whole journals)")
+    parser.add_argument("--gil-switch-ms", type=float, default=1.0,
+                        help="the server's ServerConfig.gil_switch_interval_s in ms (0: Python's default, 5 ms)")
     parser.add_argument("--max-sessions", type=int, default=64, help="the server's --max-sessions (at least "
                                                                       "--sessions + 8)")
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)  # the server child's
@@ -477,14 +483,17 @@ def _print_faults(f: dict[str, Any]) -> None:
         d, r = f["faults"], f["faults"]["restart"]
         print(f"faults: {d['streams']} streams ({d['active']} active x {d['steps_per_session']} steps, {d['idle']} "
               f"idle), kill -9 + restart at step ~{r.get('at_step_median', float('nan')):.0f} (down "
-              f"{r.get('downtime_s', float('nan')):.1f} s; recovered {r.get('recovered')}, lost {r.get('lost')}): "
+              f"{r.get('downtime_s', float('nan')):.1f} s, recovery {r.get('recovery_s', float('nan')):.1f} s; "
+              f"recovered {r.get('recovered')} ({r.get('recovery_snapshots')} from snapshots, "
+              f"{r.get('recovery_replayed_steps')} steps replayed), lost {r.get('lost')}): "
               f"{len(d['errors'])} errors; client {d['client_ms_p50']:.2f}/{d['client_ms_p99']:.2f} ms (p99 outside "
               f"the restart {d['client_outside_restart_ms_p99']:.2f}), overhead "
               f"above the engine step {d['overhead_ms_p50']:.2f}/{d['overhead_ms_p99']:.2f} ms (p50/p99, "
               f"{d['paired']} steps; outside the restart {d['overhead_outside_restart_ms_p50']:.2f}/"
               f"{d['overhead_outside_restart_ms_p99']:.2f}); health {d['health_ms_p50']:.1f}/{d['health_ms_p99']:.1f}/"
               f"{d['health_ms_max']:.1f} ms (p50/p99/max, {d['checks']} checks outside the restart, "
-              f"{d['failures']} failed); {d['exactly_steps']}/{d['active']} sessions ended at exactly "
+              f"{d['failures']} failed, {d.get('health_over_100ms')} over 100 ms); "
+              f"{d['exactly_steps']}/{d['active']} sessions ended at exactly "
               f"{d['steps_per_session']} steps; {d['vanished_exactly_once']}/{d['vanished']} vanished clients' "
               f"resends answered exactly once; {d['idle_spoke_after_restart']}/{d['idle_opened']} idle sessions "
               f"stepped after the restart; {d['replayed_steps']} kept replies served; {d['wall_s']:.0f} s")

@@ -177,3 +177,15 @@ def test_engine_threads_run_below_the_event_loop_priority() -> None:
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # this thread untouched
     finally:
         pool.shutdown()
+
+
+def test_the_server_sets_the_gil_switch_interval_it_is_configured_with() -> None:
+    import sys
+
+    before = sys.getswitchinterval()
+    srv = create_server(server_config(gil_switch_interval_s=0.002))
+    try:
+        assert abs(sys.getswitchinterval() - 0.002) < 1e-9
+    finally:
+        srv.stop(grace_s=1.0)
+        sys.setswitchinterval(before)

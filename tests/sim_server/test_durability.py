@@ -10,11 +10,13 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import grpc
 import pytest
 
+from sim_server import RECOVERING_METADATA
 from sim_server.client import SimClient
 from sim_server.journal import read_journal
 from sim_server.recovery import journal_to_recording
@@ -69,6 +71,7 @@ def start_server_process(port: int, state_dir: Path) -> subprocess.Popen:
     code = ("import tests.straight_world; from sim_server.config import ServerConfig; "
             "from sim_server.server import serve; from tests.sim_server.conftest import TEST_DEFAULTS; "
             f"serve(ServerConfig(port={port}, http_port=None, grace_s=2.0, state_dir={str(state_dir)!r}, "
+            "snapshot_every=4, "
             "session_defaults=TEST_DEFAULTS))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -219,5 +222,41 @@ def test_without_a_journal_nothing_is_written_and_restarts_lose_sessions(tmp_pat
         with SimClient(f"127.0.0.1:{srv.port}") as c, pytest.raises(grpc.RpcError) as info:
             c.get_session("f" * 32)
         assert "without a journal" in info.value.details()
+    finally:
+        srv.stop(grace_s=1.0)
+
+
+class _Unavailable(grpc.RpcError):
+    def __init__(self, trailing: tuple = ()) -> None:
+        self._trailing = trailing
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def trailing_metadata(self) -> tuple:
+        return self._trailing
+
+
+def test_the_client_waits_out_a_recovery_longer_than_its_reconnect_window() -> None:
+    client = SimClient("127.0.0.1:1", retries=3, backoff_s=0.0, reconnect_s=2.0, recovery_wait_s=600.0)
+    try:
+        long_ago = time.monotonic() - 5.0  # 5 s of retrying: past reconnect_s
+        with pytest.raises(_Unavailable):  # a server that is simply gone: give up after reconnect_s
+            client.backoff(_Unavailable(), 3, long_ago)
+        client.backoff(_Unavailable(((RECOVERING_METADATA, "1"),)), 3, long_ago)  # rebuilding: keep waiting
+        with pytest.raises(_Unavailable):  # but not for ever
+            client.backoff(_Unavailable(((RECOVERING_METADATA, "1"),)), 3, long_ago - 600.0)
+    finally:
+        client.close()
+
+
+def test_a_session_being_rebuilt_answers_unavailable_with_the_recovering_metadata(tmp_path: Path) -> None:
+    srv = create_server(server_config(state_dir=tmp_path))
+    try:
+        srv.manager.begin_recovery("f" * 32)
+        with SimClient(f"127.0.0.1:{srv.port}", retries=0) as c, pytest.raises(grpc.RpcError) as info:
+            c.get_session("f" * 32)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE and "being rebuilt" in info.value.details()
+        assert (RECOVERING_METADATA, "1") in tuple(info.value.trailing_metadata())
     finally:
         srv.stop(grace_s=1.0)

@@ -35,11 +35,10 @@ def test_memory_is_released_only_after_sessions_closed(server: SimServer, client
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     released: list[int] = []
     monkeypatch.setattr(server_module, "release_free_memory", lambda: released.append(1) or True)
-    server._release_memory()
-    assert released == []  # nothing closed yet
+    assert server.release_memory() is False and released == []  # nothing closed yet
     client.create_session(seed=0).close()
-    server._release_memory()
-    server._release_memory()
+    assert server.release_memory() is True
+    assert server.release_memory() is False
     assert released == [1]  # once per batch of closes
 
 

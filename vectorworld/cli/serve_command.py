@@ -12,6 +12,12 @@ from policies import DEFAULT_NPC_POLICY
 from vectorworld.cli.groups import bad_input, fail
 from vectorworld.errors import VectorWorldError
 
+SERVE_FLAGS = {"host": "--host", "port": "--port", "http_port": "--http-port", "token": "--token",
+               "tls_cert": "--tls-cert", "tls_key": "--tls-key", "max_sessions": "--max-sessions",
+               "engine_workers": "--engine-workers", "state_dir": "--state-dir", "idle_timeout_s": "--idle-timeout",
+               "grace_s": "--grace", "scenario_dir": "--scenario-dir", "snapshot_every": "--snapshot-every"}
+"""ServerConfig field -> the ``serve`` flag that sets it (ServerConfig.validate names fields)."""
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -30,15 +36,19 @@ def register(app: typer.Typer) -> None:
         max_sessions: int = typer.Option(64, "--max-sessions",
                                          help="Live-session cap (streams waiting for a request cost no "
                                               "thread; a session holds its world in memory)."),
-        engine_workers: int = typer.Option(4, "--engine-workers",
-                                           help="Threads that run engine steps (reset, step, observe, encode); "
-                                                "a slow step holds one of them only."),
+        engine_workers: int | None = typer.Option(None, "--engine-workers",
+                                                  help="Threads that run engine steps (reset, step, observe, "
+                                                       "encode); a slow step holds one of them only. Default: "
+                                                       "the machine's cores, at most 4."),
         state_dir: Path | None = typer.Option(None, "--state-dir",
                                               help="Directory of session journals (sessions survive a restart "
                                                    "or kill -9). Default: $XDG_STATE_HOME/vectorworld/sessions "
                                                    "(~/.local/state/vectorworld/sessions)."),
         no_journal: bool = typer.Option(False, "--no-journal",
                                         help="Keep no journal: sessions end with the process."),
+        snapshot_every: int = typer.Option(200, "--snapshot-every",
+                                           help="Snapshot each journaled session every N steps, so a restart "
+                                                "replays at most N steps per session (0 = never: replay all)."),
         idle_timeout: float = typer.Option(600.0, "--idle-timeout",
                                            help="Close sessions idle for this many seconds."),
         grace: float = typer.Option(10.0, "--grace", help="Seconds in-flight calls get at shutdown."),
@@ -52,7 +62,7 @@ def register(app: typer.Typer) -> None:
             import grpc  # noqa: F401
         except ImportError as err:
             raise fail("the server needs the 'serve' extra: pip install 'vectorworld[serve]'") from err
-        from sim_server.config import ServerConfig, default_state_dir
+        from sim_server.config import ServerConfig, default_engine_workers, default_state_dir
         from sim_server.server import serve as run_server
         from vectorworld.sim.config import SessionConfig
 
@@ -63,12 +73,13 @@ def register(app: typer.Typer) -> None:
             config = ServerConfig(host=host, port=port, http_port=None if http_port < 0 else http_port,
                                   token=token, tls_cert=tls_cert, tls_key=tls_key, max_sessions=max_sessions,
                                   idle_timeout_s=idle_timeout, grace_s=grace, scenario_dir=scenario_dir,
-                                  engine_workers=engine_workers,
+                                  engine_workers=default_engine_workers() if engine_workers is None else engine_workers,
+                                  snapshot_every=snapshot_every,
                                   state_dir=None if no_journal else (state_dir or default_state_dir()),
                                   session_defaults=SessionConfig(generator=generator, npc_policy=npc)
                                   ).validate()
         except VectorWorldError as err:
-            raise bad_input(err) from err
+            raise bad_input(err, SERVE_FLAGS) from err
         if no_journal and state_dir is not None:
             raise fail("--state-dir and --no-journal contradict each other")
         logging.basicConfig(level=os.environ.get("VECTORWORLD_LOG", "INFO"),
