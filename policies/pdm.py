@@ -15,8 +15,8 @@ Each step it
 2. forecasts them 4 s with the simulator's own dynamics (the trajectory tracker and the kinematic bicycle,
    :func:`vectorworld.vehicle.dynamics.rollout_tracked`), the other agents at constant velocity, and scores
    them with the CLS sub-metrics (:mod:`policies.pdm_scoring`);
-3. only when the fastest comfortable centreline proposal is not clean (a forecast contact, a TTC breach, off
-   the drivable area), or the ego is on an offset and the centreline has been clean for less than 1 s
+3. only when no comfortable centreline proposal is clean (a forecast contact, a TTC breach, off the
+   drivable area), or the ego is on an offset and the centreline has been clean for less than 1 s
    (:data:`RETURN_STEPS`), it adds the comfortable profiles at lateral offsets of -1 / +1 m (reached over
    3 s of driving), rejecting those that would put the ego into a lane going the other way;
 4. returns the best as a :class:`TrajectoryCommand`, preferring last step's choice on near-ties
@@ -144,7 +144,7 @@ class PdmPlanner(IdmRoutePlanner):
         states = self._forecast(inp, poses)
         limit_k = speed_limit
         scores = self.scorer.score(inp, states, offsets, limit_k, np.zeros((len(states), len(self.scorer.idx)), bool))
-        clean = bool(self._clean()[0])
+        clean = bool(self._clean()[:N_COMFORTABLE].any())
         self._clean_steps = self._clean_steps + 1 if clean else 0
         on_offset = self._last is not None and self._last[0] != 0.0
         try_offsets = not clean or (on_offset and self._clean_steps < RETURN_STEPS)

@@ -14,7 +14,7 @@ import numpy as np
 
 from policies.base import PolicyInput
 from vectorworld import geometry
-from vectorworld.scene import LaneGraph
+from vectorworld.scene import Lane, LaneGraph
 from vectorworld.scoring import metrics as m
 from vectorworld.scoring.collisions import (
     BEHIND_ANGLE_RAD,
@@ -57,6 +57,7 @@ class ForecastScorer:
         self._at_xy = np.zeros((len(self.idx), 0, 2))
         self._vel = np.zeros((0, 2))
         self.last_sub_scores: dict[str, np.ndarray] = {}
+        self._boxes: dict[int, tuple[Lane, np.ndarray, np.ndarray]] = {}
 
     def reset(self) -> None:
         self._drivable, self._painted, self._graph_version = DrivableGrid(), {}, -1
@@ -99,8 +100,12 @@ class ForecastScorer:
         xy, yaw = pts[..., :2].reshape(-1, 2), pts[..., 2].reshape(-1)
         against = np.zeros(len(xy), bool)
         with_ = np.zeros(len(xy), bool)
+        lo, hi = xy.min(0), xy.max(0)
         for lane_id in graph.near(xy.mean(0), LANE_SEARCH_M):
             lane = graph[lane_id]
+            box_lo, box_hi = self._lane_box(lane)
+            if (box_lo > hi).any() or (box_hi < lo).any():
+                continue  # no sample can be inside it
             s, lat, heading = geometry.project_to_polyline(xy, lane.points)
             inside = (np.abs(lat) <= lane.width_m / 2.0) & (s > 0.0) & (s < lane.length_m)
             if not inside.any():
@@ -110,6 +115,16 @@ class ForecastScorer:
             with_ |= inside & (off < WITH_RAD)
         out[rows] = (against & ~with_).reshape(len(rows), len(self.idx))
         return out
+
+    def _lane_box(self, lane: Lane) -> tuple[np.ndarray, np.ndarray]:
+        """A lane's bounding box grown by half its width (cached per lane object)."""
+        hit = self._boxes.get(lane.id)
+        if hit is None or hit[0] is not lane:
+            if len(self._boxes) > 4096:
+                self._boxes.clear()
+            half = lane.width_m / 2.0
+            hit = self._boxes[lane.id] = (lane, lane.points.min(0) - half, lane.points.max(0) + half)
+        return hit[1], hit[2]
 
     def score(self, inp: PolicyInput, states: np.ndarray, offsets: np.ndarray, speed_limit: np.ndarray,
               against: np.ndarray) -> np.ndarray:
