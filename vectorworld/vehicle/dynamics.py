@@ -107,10 +107,10 @@ def rollout_tracked(xy: np.ndarray, yaw: np.ndarray, speed: np.ndarray, poses: n
     followed, not re-planned). xy (P, 2), yaw (P,), speed (P,), poses (P, T, 3) with T >= steps + 3.
     Returns (P, steps, 4) states (x, y, yaw, speed) after each step."""
     x, y = np.array(xy, float)[:, 0].copy(), np.array(xy, float)[:, 1].copy()
-    yaw, speed = np.array(yaw, float), np.array(speed, float)
+    yaw, speed = geometry.wrap_angle(np.array(yaw, float)), np.array(speed, float)
     n = len(x)
     rows = np.arange(n)
-    out = np.zeros((n, steps, 4))
+    out = np.zeros((4, steps, n))
     px, py = np.ascontiguousarray(poses[..., 0], float), np.ascontiguousarray(poses[..., 1], float)
     dx, dy = np.diff(px, axis=1), np.diff(py, axis=1)
     seg = np.sqrt(dx * dx + dy * dy)  # (P, T-1)
@@ -150,6 +150,7 @@ def rollout_tracked(xy: np.ndarray, yaw: np.ndarray, speed: np.ndarray, poses: n
         step = v_next * dt_s
         x = x + step * np.cos(yaw_mid)
         y = y + step * np.sin(yaw_mid)
-        yaw, speed = geometry.wrap_angle(yaw + yaw_rate * dt_s), v_next
-        out[:, k, 0], out[:, k, 1], out[:, k, 2], out[:, k, 3] = x, y, yaw, speed
-    return out
+        yaw, speed = yaw + yaw_rate * dt_s, v_next  # wrapped once at the end (cos / sin do not mind)
+        out[0, k], out[1, k], out[2, k], out[3, k] = x, y, yaw, speed
+    out[2] = geometry.wrap_angle(out[2])
+    return out.transpose(2, 1, 0)
