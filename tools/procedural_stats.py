@@ -1,10 +1,11 @@
-"""Statistics of the procedural generator over a chain of tiles, next to the WOMD figures of DESIGN.md §5.
+"""Statistics of the procedural generator over a grown world, next to the WOMD figures of DESIGN.md §5.
 
-Chains tiles the way the streaming world does (a tile centred at an open out port on a random route, or
-sometimes at another open port nearby, every open port inside the tile passed in) and prints, per tile:
-lanes touching it, agents in it and their nearest-neighbour distance; per lane: segment length between
-graph nodes, heading change per metre, successors; per vehicle: speed, length, width; and generation
-time per tile (wall and CPU, p50 / p95), plus how often roads had to stop.
+Grows one streaming world at random open ends (``eval.generator_metrics.grow_worlds``, the procedure of the
+training corpus and the generator evaluation) with a generator that logs every tile, and prints, per tile:
+lanes touching it (the lanes known when it was made), agents in it and their nearest-neighbour distance;
+per lane: segment length between graph nodes, heading change per metre, successors (in the final world);
+per vehicle: speed, length, width; generation time per tile (wall and CPU, p50 / p95), the growth counters
+per tile, and how many straight fallback lanes the world laid at ports the generator left open.
 
 Usage: python tools/procedural_stats.py [--tiles 200] [--seed 0] [--json stats.json]
 """
@@ -18,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.procedural.generator import ProceduralGenerator
-from vectorworld.generation.procedural.tile_chain import ChainResult, chain_tiles
+from vectorworld.eval.generator_metrics import grow_worlds
+from vectorworld.generation.procedural.tile_log import LoggedProcedural, LoggedTile
 from vectorworld.scene import AgentType, LaneGraph
 
 WOMD = {  # DESIGN.md §5: one 64 m tile per valid vehicle of the shared WOMD scenario (p10, p50, p90)
@@ -43,12 +44,12 @@ def _lanes_touching(graph: LaneGraph, frame) -> int:  # noqa: ANN001 - TileFrame
     return count
 
 
-def collect(result: ChainResult) -> dict[str, np.ndarray]:
+def collect(tiles: list[LoggedTile], final: LaneGraph) -> dict[str, np.ndarray]:
     """Per-tile, per-lane and per-agent samples of the statistics in :data:`WOMD`."""
     touching, per_tile, nearest = [], [], []
     all_xy = np.zeros((0, 2))
     graph = LaneGraph()
-    for tile in result.tiles:
+    for tile in tiles:
         graph.add(tile.content.lanes)
         all_xy = np.concatenate([all_xy, tile.content.agents.xy])
         touching.append(_lanes_touching(graph, tile.frame))
@@ -59,16 +60,15 @@ def collect(result: ChainResult) -> dict[str, np.ndarray]:
             d = np.linalg.norm(pts[:, None] - pts[None], axis=-1)
             np.fill_diagonal(d, np.inf)
             nearest.extend(d.min(1).tolist())
-    lanes = [lane for t in result.tiles for lane in t.content.lanes]
+    lanes = [lane for t in tiles for lane in t.content.lanes]
     heading_rate = []
     for lane in lanes:
         seg = np.diff(lane.points, axis=0)
         yaw = np.arctan2(seg[:, 1], seg[:, 0])
         ds = 0.5 * (np.linalg.norm(seg[1:], axis=-1) + np.linalg.norm(seg[:-1], axis=-1))
         heading_rate.extend((np.abs(geometry.wrap_angle(np.diff(yaw))) / np.maximum(ds, 1e-6)).tolist())
-    final = result.graph
     succ = [len([s for s in lane.successors if s in final]) for lane in final.lanes.values()]
-    agents = [t.content.agents for t in result.tiles]
+    agents = [t.content.agents for t in tiles]
     vehicle = np.concatenate([a.agent_type == AgentType.VEHICLE for a in agents])
     return {
         "lanes touching a tile": np.array(touching),
@@ -83,23 +83,24 @@ def collect(result: ChainResult) -> dict[str, np.ndarray]:
     }
 
 
-def summary(result: ChainResult) -> dict[str, object]:
-    samples = collect(result)
+def summary(tiles: list[LoggedTile], final: LaneGraph) -> dict[str, object]:
+    samples = collect(tiles, final)
     stats: dict[str, object] = {}
     for name, values in samples.items():
         p = np.percentile(values, [10, 50, 90]) if len(values) else np.full(3, np.nan)
         stats[name] = {"p10": float(p[0]), "p50": float(p[1]), "p90": float(p[2]),
                        "mean": float(values.mean()) if len(values) else float("nan"), "womd": WOMD[name]}
-    reports = [t.report for t in result.tiles if t.report is not None]
-    wall = np.array([t.latency_ms for t in result.tiles])
-    cpu = np.array([t.cpu_ms for t in result.tiles])
-    stats["tiles"] = len(result.tiles)
+    reports = [t.report for t in tiles]
+    wall = np.array([t.wall_ms for t in tiles])
+    cpu = np.array([t.cpu_ms for t in tiles])
+    stats["tiles"] = len(tiles)
     stats["tile ms (wall) p50/p95"] = [float(np.percentile(wall, 50)), float(np.percentile(wall, 95))]
     stats["tile ms (cpu) p50/p95"] = [float(np.percentile(cpu, 50)), float(np.percentile(cpu, 95))]
     stats["share of tiles with a junction"] = float(np.mean([r.junctions > 0 for r in reports]))
     for key in ("junctions", "tapers", "crossings", "joins", "bridges", "stopped", "roads"):
         stats[f"{key} per tile"] = float(np.mean([getattr(r, key) for r in reports]))
-    stats["route ports that could not be continued"] = result.blocked_ports
+    generated = {lane.id for t in tiles for lane in t.content.lanes}
+    stats["straight fallback lanes (ports the generator left open)"] = len(set(final.lanes) - generated)
     return stats
 
 
@@ -109,8 +110,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
-    result = chain_tiles(ProceduralGenerator(), args.tiles, args.seed)
-    stats = summary(result)
+    generator = LoggedProcedural()
+    grown = grow_worlds(generator, worlds=1, tiles_per_world=args.tiles, seed=args.seed)
+    stats = summary(generator.log, grown.graphs[0])
     print(f"{'statistic':36s} {'p10':>9s} {'p50':>9s} {'p90':>9s} {'mean':>9s}   WOMD p10 / p50 / p90")
     for name in WOMD:
         s = stats[name]

@@ -5,8 +5,9 @@
 Records IDM-teacher traffic in procedural Session rollouts into DIR (cached as deltasim_samples.npz, with
 the recipe beside it in deltasim_samples.json; reused on reruns only if the recipe is the same; about 8
 minutes of one core, 1.4 GB), trains by behaviour cloning on one torch thread (17 minutes for the shipped
-checkpoint; the schedule anneals within --max-seconds), and writes deltasim.safetensors, deltasim.json and
-train_record.json into --out. The defaults are the exact recipe of the checkpoint in policies/deltasim/weights/ (its
+checkpoint; the schedule anneals within --max-seconds), and writes the checkpoint folder --out
+(model.safetensors, config.json) and train_record.json.
+The defaults are the exact recipe of the checkpoint in policies/deltasim/weights/ (its
 train_record.json holds the resolved recipe and log). The corpus comes from the current Session, world and
 IDM code: after changes there, a rerun records different traffic and trains a different checkpoint.
 """

@@ -1,10 +1,11 @@
-"""The checkpoint format of every learned model: weights in safetensors (loaded weights-only: no pickle, no
-code), configs and metadata in a JSON sidecar whose ``format`` names the model and its version.
+"""The checkpoint layout of every learned model: one folder, weights in ``model.safetensors`` (loaded
+weights-only: no pickle, no code), configs and metadata in ``config.json``, whose ``format`` and ``version``
+name the model and its version.
 
 Each model (the generator in :mod:`vectorworld.generation.learned.checkpoints`, ΔSim in
-:mod:`policies.deltasim.checkpoint`) chooses its file names, its format tag and what its sidecar holds;
-reading and writing the two files, and every error on the way, go through here. Anything missing or
-corrupt raises :class:`~vectorworld.errors.CheckpointError` naming the file.
+:mod:`policies.deltasim.checkpoint`) chooses its format tag and what its config holds; the layout, reading
+and writing the two files, checking the tag, and every error on the way go through here. Anything missing
+or corrupt raises :class:`~vectorworld.errors.CheckpointError` naming the file.
 """
 
 from __future__ import annotations
@@ -19,39 +20,58 @@ from vectorworld.files import atomic_write
 if TYPE_CHECKING:  # torch stays a lazy import of the models that need it
     import torch
 
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
 
-def write_checkpoint(weights_path: Path, tensors: dict[str, torch.Tensor], json_path: Path, json_text: str) -> None:
-    """Write the weights (contiguous CPU tensors) and the sidecar, each atomically."""
+
+def write_checkpoint(folder: str | Path, tensors: dict[str, torch.Tensor], fmt: str, version: int,
+                     config: dict[str, Any]) -> Path:
+    """Write ``folder/model.safetensors`` (contiguous CPU tensors) and ``folder/config.json`` (``config`` with
+    ``format`` and ``version``; sorted keys, indent 2), each atomically; returns the folder."""
     from safetensors.torch import save
 
-    weights_path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(weights_path, "wb") as f:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_write(folder / WEIGHTS_FILE, "wb") as f:
         f.write(save(tensors))
-    with atomic_write(json_path) as f:
-        f.write(json_text)
+    return write_config(folder, fmt, version, config)
 
 
-def read_sidecar(json_path: Path) -> dict[str, Any]:
-    """The sidecar as a dict; CheckpointError if it is missing, not JSON or not an object."""
+def write_config(folder: str | Path, fmt: str, version: int, config: dict[str, Any]) -> Path:
+    """Write ``folder/config.json`` alone (atomically; e.g. beside weights moved from another layout)."""
+    folder = Path(folder)
+    with atomic_write(folder / CONFIG_FILE) as f:
+        f.write(json.dumps({**config, "format": fmt, "version": version}, indent=2, sort_keys=True))
+    return folder
+
+
+def read_config(folder: str | Path, fmt: str, version: int) -> dict[str, Any]:
+    """``folder/config.json`` as a dict; CheckpointError if it is missing, not a JSON object, or not of
+    format ``fmt`` version ``version``."""
+    path = Path(folder) / CONFIG_FILE
     try:
-        sidecar = json.loads(Path(json_path).read_text())
+        config = json.loads(path.read_text())
     except FileNotFoundError as err:
-        raise CheckpointError(f"checkpoint file not found: {json_path}") from err
+        raise CheckpointError(f"checkpoint file not found: {path}") from err
     except (OSError, ValueError) as err:
-        raise CheckpointError(f"{json_path}: not valid JSON ({err})") from err
-    if not isinstance(sidecar, dict):
-        raise CheckpointError(f"{json_path}: not a checkpoint sidecar (a JSON object)")
-    return sidecar
+        raise CheckpointError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: not a checkpoint config (a JSON object)")
+    if config.get("format") != fmt or config.get("version") != version:
+        raise CheckpointError(f"{path} is not a {fmt} v{version} checkpoint config (format "
+                              f"{config.get('format')!r}, version {config.get('version')!r})")
+    return config
 
 
-def read_weights(weights_path: Path) -> dict[str, torch.Tensor]:
-    """The tensors of a safetensors file (weights only); CheckpointError if missing or corrupt."""
+def read_weights(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors of ``folder/model.safetensors`` (weights only); CheckpointError if missing or corrupt."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    if not Path(weights_path).is_file():
-        raise CheckpointError(f"checkpoint file not found: {weights_path}")
+    path = Path(folder) / WEIGHTS_FILE
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint file not found: {path}")
     try:
-        return load_file(str(weights_path))
+        return load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-        raise CheckpointError(f"{weights_path}: corrupt or unreadable safetensors ({err})") from err
+        raise CheckpointError(f"{path}: corrupt or unreadable safetensors ({err})") from err

@@ -1,15 +1,17 @@
-"""DeltaSim checkpoints: weights in safetensors (never pickle) + a JSON sidecar with configs, the k-disks
-vocabulary parameters and training metadata.
+"""DeltaSim checkpoints, in the layout of :mod:`vectorworld.checkpoints`: one folder with
+``model.safetensors`` (weights, never pickle) and ``config.json`` (configs, the k-disks vocabulary
+parameters and training metadata).
 
-Layout: ``<stem>.safetensors`` holds the network's state dict plus ``vocabulary.primitives`` (K, 3);
-``<stem>.json`` holds ``format``, ``net`` (DeltaSimNetConfig), ``observation`` (ObservationConfig),
-``vocabulary`` (eps, theta_weight, dt_s, size) and ``meta`` (free-form training record).
+``model.safetensors`` holds the network's state dict plus ``vocabulary.primitives`` (K, 3); ``config.json``
+holds ``format`` / ``version``, ``net`` (DeltaSimNetConfig), ``observation`` (ObservationConfig),
+``vocabulary`` (eps, theta_weight, dt_s, size, primitives rounded for reading) and ``meta`` (free-form
+training record). ``tools/migrate_deltasim_checkpoint.py`` moves a checkpoint of the earlier layout
+(``STEM.safetensors`` + ``STEM.json``) into this one without touching its weights.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,13 +20,16 @@ import torch
 from policies.deltasim.kdisks import MotionVocabulary
 from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
 from policies.deltasim.observation import ObservationConfig
-from vectorworld.checkpoints import read_sidecar, read_weights, write_checkpoint
+from vectorworld.checkpoints import CONFIG_FILE, WEIGHTS_FILE, read_config, read_weights, write_checkpoint
 from vectorworld.errors import CheckpointError, ConfigError
 
-FORMAT = "vectorworld.deltasim/2"
+FORMAT = "vectorworld-deltasim"
+VERSION = 2
 """Version 2: junction stop token among the neighbour tokens, query-only blocks (``context_layers``)."""
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "weights" / "deltasim"
-"""Stem of the shipped checkpoint (``.safetensors`` + ``.json``)."""
+LEGACY_FORMAT = "vectorworld.deltasim/2"
+"""The format tag of version 2 in the earlier layout (``STEM.safetensors`` + ``STEM.json``)."""
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "weights"
+"""Folder of the shipped checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -37,44 +42,53 @@ class DeltaSimCheckpoint:
     meta: dict
 
 
-def _paths(stem: str | Path) -> tuple[Path, Path]:
-    stem = Path(stem)
-    if stem.suffix in (".safetensors", ".json"):
-        stem = stem.with_suffix("")
-    return stem.with_suffix(".safetensors"), stem.with_suffix(".json")
+def checkpoint_folder(path: str | Path) -> Path:
+    """The checkpoint folder ``path`` names (the folder itself, or one of its two files)."""
+    path = Path(path)
+    return path.parent if path.name in (WEIGHTS_FILE, CONFIG_FILE) else path
 
 
-def save_checkpoint(stem: str | Path, net: DeltaSimNet, vocabulary: MotionVocabulary,
-                    observation: ObservationConfig, meta: dict | None = None) -> tuple[Path, Path]:
-    """Write ``<stem>.safetensors`` and ``<stem>.json``; returns both paths."""
-    weights_path, json_path = _paths(stem)
-    tensors = {k: v.detach().contiguous().clone() for k, v in net.state_dict().items()}
-    tensors["vocabulary.primitives"] = torch.from_numpy(vocabulary.primitives.copy())
-    sidecar = {
-        "format": FORMAT,
-        "net": net.config.to_dict(),
+def sidecar(net_config: dict, observation: ObservationConfig, vocabulary: MotionVocabulary, meta: dict) -> dict:
+    """What ``config.json`` holds besides ``format`` / ``version``."""
+    return {
+        "net": net_config,
         "observation": dataclasses.asdict(observation),
         "vocabulary": {"eps": vocabulary.eps, "theta_weight": vocabulary.theta_weight,
                        "dt_s": vocabulary.dt_s, "size": vocabulary.size,
                        "primitives": vocabulary.primitives.round(6).tolist()},
-        "meta": meta or {},
+        "meta": meta,
     }
-    write_checkpoint(weights_path, tensors, json_path, json.dumps(sidecar, indent=1))
-    return weights_path, json_path
 
 
-def load_checkpoint(stem: str | Path = DEFAULT_CHECKPOINT) -> DeltaSimCheckpoint:
-    """Load a checkpoint; raises CheckpointError if a file is missing, corrupt, or does not match."""
-    weights_path, json_path = _paths(stem)
+def legacy_stem(path: str | Path) -> Path | None:
+    """The stem of an earlier-layout checkpoint at ``path`` (``path`` itself, or ``path/deltasim``), if any."""
+    path = Path(path)
+    for stem in (path, path / "deltasim"):
+        if Path(f"{stem}.safetensors").is_file() and Path(f"{stem}.json").is_file():
+            return stem
+    return None
+
+
+def save_checkpoint(folder: str | Path, net: DeltaSimNet, vocabulary: MotionVocabulary,
+                    observation: ObservationConfig, meta: dict | None = None) -> Path:
+    """Write ``folder/model.safetensors`` and ``folder/config.json``; returns the folder."""
+    tensors = {k: v.detach().contiguous().clone() for k, v in net.state_dict().items()}
+    tensors["vocabulary.primitives"] = torch.from_numpy(vocabulary.primitives.copy())
+    return write_checkpoint(folder, tensors, FORMAT, VERSION,
+                            sidecar(net.config.to_dict(), observation, vocabulary, meta or {}))
+
+
+def load_checkpoint(folder: str | Path = DEFAULT_CHECKPOINT) -> DeltaSimCheckpoint:
+    """Load a checkpoint folder; raises CheckpointError if a file is missing, corrupt, or does not match."""
+    folder = checkpoint_folder(folder)
+    weights_path, json_path = folder / WEIGHTS_FILE, folder / CONFIG_FILE
     for path in (weights_path, json_path):
         if not path.is_file():
-            raise CheckpointError(f"DeltaSim checkpoint file not found: {path}")
-    sidecar = read_sidecar(json_path)
-    if sidecar.get("format") != FORMAT:
-        found = sidecar.get("format")
-        hint = (" (an older DeltaSim checkpoint: retrain it with tools/train_deltasim.py)"
-                if isinstance(found, str) and found.startswith("vectorworld.deltasim/") else "")
-        raise CheckpointError(f"{json_path}: format is {found!r}, not {FORMAT!r}{hint}")
+            legacy = legacy_stem(folder)
+            hint = "" if legacy is None else (f" ({legacy}.safetensors + .json is a checkpoint of the earlier "
+                                              "layout: move it with tools/migrate_deltasim_checkpoint.py)")
+            raise CheckpointError(f"DeltaSim checkpoint file not found: {path}{hint}")
+    sidecar = read_config(folder, FORMAT, VERSION)
     try:
         net_config = DeltaSimNetConfig.from_dict(sidecar["net"])
         obs_config = ObservationConfig(**sidecar["observation"])
@@ -82,7 +96,7 @@ def load_checkpoint(stem: str | Path = DEFAULT_CHECKPOINT) -> DeltaSimCheckpoint
         eps, theta_weight, dt_s = float(voc["eps"]), float(voc["theta_weight"]), float(voc["dt_s"])
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{json_path}: missing or invalid field ({err})") from err
-    tensors = read_weights(weights_path)
+    tensors = read_weights(folder)
     primitives = tensors.pop("vocabulary.primitives", None)
     if primitives is None or tuple(primitives.shape) != (net_config.vocab_size, 3):
         raise CheckpointError(f"{weights_path}: vocabulary does not match vocab_size={net_config.vocab_size}")

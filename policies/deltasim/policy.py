@@ -56,7 +56,7 @@ _Scorer = DeltaSimScorer | torch.jit.ScriptModule
 
 @dataclass(frozen=True)
 class DeltaSimConfig:
-    """Inference options. ``checkpoint``: stem of the .safetensors/.json pair (default: shipped).
+    """Inference options. ``checkpoint``: checkpoint folder (model.safetensors + config.json; default: shipped).
     ``threads``: most torch intra-op threads used while acting (the caller's setting is restored; at most 2).
     One is the default: the ops are small, and on a shared machine a second OpenMP thread that is
     descheduled stalls every parallel op (measured 5.5 ms vs 450 ms per step for 32 agents at load 6 on 2
@@ -146,8 +146,8 @@ class DeltaSimPolicy(Policy):
     @property
     def checkpoint(self) -> DeltaSimCheckpoint:
         if self._ckpt is None:
-            stem = Path(self.config.checkpoint) if self.config.checkpoint else DEFAULT_CHECKPOINT
-            self._ckpt = load_checkpoint(stem)
+            folder = Path(self.config.checkpoint) if self.config.checkpoint else DEFAULT_CHECKPOINT
+            self._ckpt = load_checkpoint(folder)
         return self._ckpt
 
     def _setup(self) -> tuple[ObservationBuilder, torch.Tensor, torch.Tensor]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.straight_world import StraightGenerator
+from vectorworld.batch.episode import StepCallback
 from vectorworld.batch.tasks import run_batch_episode
 from vectorworld.generation.base import TileContent, TileRequest, register_generator
 from vectorworld.sim.config import SessionConfig
@@ -39,8 +40,9 @@ def batch_config(**kw: Any) -> SessionConfig:
     return SessionConfig(generator="test-seeded-straight", target_km=kw.pop("target_km", 0.05), **kw)
 
 
-def fail_on_seed(config: SessionConfig, record_path: Path | None = None) -> dict[str, Any]:
+def fail_on_seed(config: SessionConfig, record_path: Path | None = None,
+                 on_progress: StepCallback | None = None) -> dict[str, Any]:
     """The default episode function, except that seed FAILING_SEED raises."""
     if config.seed == FAILING_SEED:
         raise RuntimeError(f"injected failure for seed {config.seed}")
-    return run_batch_episode(config, record_path)
+    return run_batch_episode(config, record_path, on_progress)

@@ -63,10 +63,10 @@ def test_workers_and_ray_give_identical_episodes(tmp_path, monkeypatch):
 ORPHAN_PARENT = """
 import multiprocessing, os, sys, time
 from concurrent.futures import ProcessPoolExecutor
-from vectorworld.batch.backends import _init_worker
+from vectorworld.batch.backends import init_worker
 
 if __name__ == "__main__":
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker,
                                initargs=(1,))
     print(pool.submit(os.getpid).result(), flush=True)
     pool.submit(time.sleep, 120)

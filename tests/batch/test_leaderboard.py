@@ -70,6 +70,13 @@ def test_eval_planner_bad_input_exits_2(tmp_path):
     for args in (["--planners", "idm,bogus"], ["--episodes", "0"], ["--km", "nan"], ["--npc", "nope"]):
         out = runner.invoke(app, ["eval", "planner", *args])
         assert out.exit_code == 2, (args, out.output)
+    for spec, words in ((",", "--planners needs at least one planner name"),
+                        ("idm,idm", "--planners lists a planner twice")):
+        out = runner.invoke(app, ["eval", "planner", "--planners", spec])
+        assert out.exit_code == 2 and words in out.output, out.output
+        with pytest.raises(ConfigError, match="^planners") as err:  # the library names the field
+            parse_planners(spec)
+        assert err.value.field == "planners"
 
 
 def test_planners_run_separately_are_tabled_together_with_resume(tmp_path, monkeypatch):

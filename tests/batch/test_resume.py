@@ -27,10 +27,10 @@ from tests.batch.seeded_world import batch_config
 from vectorworld.batch import SerialBackend, run_batch
 from vectorworld.batch.tasks import run_batch_episode
 
-def episode(config, record_path=None):
+def episode(config, record_path=None, on_progress=None):
     if config.seed >= {blocked}:
         threading.Event().wait()
-    return run_batch_episode(config, record_path)
+    return run_batch_episode(config, record_path, on_progress)
 
 run_batch(batch_config(), {episodes}, SerialBackend(), out_dir=Path(sys.argv[1]), episode_fn=episode)
 """

@@ -120,3 +120,15 @@ def test_cli_bad_reference_is_exit_code_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", "realism", "--reference", str(tmp_path / "nothing.tfrecord")])
     assert result.exit_code == 2
     assert "nothing.tfrecord" in result.output
+
+
+def test_drive_config_errors_name_fields_and_the_cli_words_them_as_flags() -> None:
+    from vectorworld.errors import ConfigError
+    from vectorworld.eval.realism_sources import DriveConfig
+
+    for config, field in ((DriveConfig(worlds=0), "worlds"), (DriveConfig(every_s=0.0), "seconds")):
+        with pytest.raises(ConfigError) as err:
+            config.validate()
+        assert err.value.field == field and "--" not in str(err.value)
+    result = CliRunner().invoke(app, ["eval", "realism", "--seconds", "0"])
+    assert result.exit_code == 2 and "--seconds and --every must be positive" in result.output, result.output

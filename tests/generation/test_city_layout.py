@@ -7,33 +7,22 @@ import numpy as np
 import pytest
 from shapely.geometry import LineString
 
+from tests.generation.grown_world import grow
 from tests.generation.procedural_checks import continuity_violations, crossing_violations
 from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest
 from vectorworld.generation.procedural.city_plan import CityPlan
 from vectorworld.generation.procedural.generator import ProceduralGenerator
-from vectorworld.generation.procedural.tile_chain import chain_tiles, collect_ports
 from vectorworld.scene import Lane, LaneGraph, LaneType
-from vectorworld.world.streaming import StreamingWorld, WorldConfig
+from vectorworld.world.ports import tile_ports
 
 SEEDS = (0, 3, 8)
 
 
-def grown_world(generator: ProceduralGenerator, seed: int, tiles: int = 40) -> LaneGraph:
-    """A streaming world grown at random open ends (the world marks lanes that cross others as connectors)."""
-    rng = np.random.default_rng(seed)
-    world = StreamingWorld(generator, np.random.default_rng([seed, 1]),
-                           WorldConfig(retention_m=1e9, max_tiles_per_update=1))
-    world.start()
-    for _ in range(tiles):
-        if world.grow_at_random_end(rng) is None:
-            break
-    return world.graph
-
-
 @pytest.fixture(scope="module", params=SEEDS)
 def city(request: pytest.FixtureRequest) -> LaneGraph:
-    return grown_world(ProceduralGenerator(), request.param)
+    """A world grown at random open ends (the world marks lanes that cross others as connectors)."""
+    return grow(request.param, 41).graph
 
 
 def junctions(graph: LaneGraph) -> list[set[int]]:
@@ -113,9 +102,7 @@ def test_arterials_have_several_lanes_per_direction_and_left_turn_pockets() -> N
 
 def test_tiles_agree_whatever_order_they_are_generated_in() -> None:
     """Two worlds of one plan, explored along different routes, lay bit-identical lanes where they overlap."""
-    gen = ProceduralGenerator()
-    a = chain_tiles(gen, 25, 2, retain_m=None, spawn_agents=False).graph
-    b = chain_tiles(gen, 25, 2, retain_m=None, spawn_agents=False, side_prob=0.6).graph
+    a, b = grow(2, 25).generated, grow(2, 25, explore_seed=3).generated
     ends_a = {(tuple(lane.points[0].round(6)), tuple(lane.points[-1].round(6))): lane for lane in a.lanes.values()}
     shared = 0
     for lane in b.lanes.values():
@@ -126,6 +113,7 @@ def test_tiles_agree_whatever_order_they_are_generated_in() -> None:
             assert (twin.lane_type, twin.width_m, twin.speed_limit_mps) == (lane.lane_type, lane.width_m,
                                                                             lane.speed_limit_mps)
     assert shared >= 20
+    assert shared < len(b.lanes), "the two explorations went different ways"
     assert continuity_violations(b) == []
 
 
@@ -138,6 +126,6 @@ def test_ports_off_the_plan_are_grown_organically() -> None:
     gen = ProceduralGenerator()
     gen.generate(TileRequest(TileFrame(np.array([500.0, 500.0]), 0.0), (), LaneGraph(), IdAllocator(100),
                              np.random.default_rng(1)))  # a plan exists (elsewhere): these ports are not on it
-    content = gen.generate(TileRequest(frame, collect_ports(graph, frame), graph, IdAllocator(10),
+    content = gen.generate(TileRequest(frame, tuple(tile_ports(graph, frame, 3.0)), graph, IdAllocator(10),
                                        np.random.default_rng(0)))
     assert set(content.links) >= {(0, content.links[0][1])} and any(b == 1 for _, b in content.links)

@@ -26,7 +26,7 @@ YAW = 0.4
 CENTER = np.array([100.0, -50.0])
 
 
-def _request(seed: int = 0) -> TileRequest:
+def two_lane_request(seed: int = 0) -> TileRequest:
     """Two known parallel lanes ending at the tile centre (the partition), heading along the tile's yaw."""
     frame = TileFrame(CENTER, YAW)
     graph = LaneGraph()
@@ -43,7 +43,7 @@ def _request(seed: int = 0) -> TileRequest:
 
 
 def test_context_holds_known_lanes_and_ports() -> None:
-    ctx = build_context(_request(), max_lanes=12, max_agents=8)
+    ctx = build_context(two_lane_request(), max_lanes=12, max_agents=8)
     assert ctx.known_ids == (0, 1)
     assert ctx.tiles.lane_cond.sum() == 2 and ctx.tiles.lane_valid.sum() == 2
     np.testing.assert_allclose(ctx.tiles.lane_points[0, -1], [0.0, 0.0], atol=1e-6)
@@ -101,7 +101,7 @@ class _ScriptedModel:
 
 def test_generate_picks_valid_candidate_and_stitches_exactly() -> None:
     gen = LearnedTileGenerator(model=_ScriptedModel(), candidates=3, fallback="test-straight")
-    request = _request()
+    request = two_lane_request()
     content = gen.generate(request)
     assert not content.used_fallback
     # best first: candidate 0 (one hinted port slot left empty) ranks last; the first checked is valid
@@ -135,10 +135,10 @@ def test_untrained_model_falls_back() -> None:
     model = OutpaintModel(vae, DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2,
                                          edge_dim=4)).eval()
     gen = LearnedTileGenerator(model=model, fallback="test-straight")
-    content = gen.generate(_request())
+    content = gen.generate(two_lane_request())
     assert content.used_fallback and gen.last_diagnostics.used_fallback
     assert {a for a, _ in content.links} == {0, 1}
-    again = LearnedTileGenerator(model=model, fallback="test-straight").generate(_request())
+    again = LearnedTileGenerator(model=model, fallback="test-straight").generate(two_lane_request())
     assert [lane.id for lane in again.lanes] == [lane.id for lane in content.lanes]
 
 
@@ -200,10 +200,10 @@ class _SecondRoundModel(_ScriptedModel):
 
 def test_a_second_round_is_sampled_only_when_the_first_fails() -> None:
     one = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, fallback="test-straight")
-    assert one.generate(_request()).used_fallback
+    assert one.generate(two_lane_request()).used_fallback
     model = _SecondRoundModel()
     two = LearnedTileGenerator(model=model, candidates=2, rounds=2, fallback="test-straight")
-    content = two.generate(_request())
+    content = two.generate(two_lane_request())
     assert not content.used_fallback and model.calls == 2 and two.last_diagnostics.checked == 3
-    content = two.generate(_request())                  # a valid first round: no second call
+    content = two.generate(two_lane_request())                  # a valid first round: no second call
     assert not content.used_fallback and model.calls == 3

@@ -1,4 +1,4 @@
-"""Property tests of the procedural generator over chains of tiles (the world simulated by tile_chain)."""
+"""Property tests of the procedural generator over worlds grown tile by tile (``grown_world.grow``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.generation.grown_world import GrownWorld, grow
 from tests.generation.procedural_checks import (
     continuity_violations,
     crossing_violations,
@@ -14,44 +15,42 @@ from tests.generation.procedural_checks import (
     overlap_violations,
 )
 from vectorworld.generation import make_generator
-from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest
+from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
 from vectorworld.generation.procedural.generator import ProceduralGenerator
-from vectorworld.generation.procedural.tile_chain import chain_tiles, collect_ports
 from vectorworld.scene import LaneGraph, LaneType
+from vectorworld.world.ports import tile_ports
 
 CHAIN_TILES = 30
-
-
-def _chain(seed: int, tiles: int = CHAIN_TILES, **kwargs):  # noqa: ANN202 - ChainResult
-    return chain_tiles(ProceduralGenerator(), tiles, seed, **kwargs)
+PORT_MARGIN_M = 3.0
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_chained_tiles_keep_the_network_invariants(seed: int) -> None:
-    result = _chain(seed, retain_m=None)
+    result = grow(seed, CHAIN_TILES)
     assert len(result.tiles) == CHAIN_TILES
     assert continuity_violations(result.graph) == []
     for tile in result.tiles:
         assert dead_end_violations(tile.frame, tile.content) == []
-    assert crossing_violations(result.graph) == []
-    assert curvature_violations(result.graph) == []
+    # on the lanes as generated: the world marks crossing lanes as connectors, which would hide a crossing
+    assert crossing_violations(result.generated) == []
+    assert curvature_violations(result.generated) == []
 
 
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_new_lanes_keep_clear_of_known_lanes(seed: int) -> None:
-    result = _chain(seed, tiles=25, retain_m=None, spawn_agents=False)
+    result = grow(seed, 25)
     known: set[int] = set()
     for tile in result.tiles:
-        assert overlap_violations(result.graph, tile.content, known) == []
+        assert overlap_violations(result.generated, tile.content, known) == []
         known |= {lane.id for lane in tile.content.lanes}
 
 
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_same_seed_gives_byte_identical_tiles(seed: int) -> None:
-    a, b = _chain(seed, tiles=12), _chain(seed, tiles=12)
+    a, b = grow(seed, 12), grow(seed, 12)
     for ta, tb in zip(a.tiles, b.tiles, strict=True):
         assert [lane.id for lane in ta.content.lanes] == [lane.id for lane in tb.content.lanes]
         for la, lb in zip(ta.content.lanes, tb.content.lanes, strict=True):
@@ -66,14 +65,14 @@ def test_same_seed_gives_byte_identical_tiles(seed: int) -> None:
 def test_different_seeds_give_different_roads() -> None:
     shapes = set()
     for seed in range(6):
-        first = _chain(seed, tiles=3).tiles
+        first = grow(seed, 3).tiles
         shapes.add(b"".join(lane.points.round(3).tobytes() for t in first for lane in t.content.lanes))
     assert len(shapes) == 6
 
 
 def test_long_chain_has_junctions_lane_changes_and_curves() -> None:
-    result = _chain(7, tiles=60, retain_m=None)
-    graph = result.graph
+    result = grow(7, 60)
+    graph = result.generated
     lanes = list(graph.lanes.values())
     connectors = [lane for lane in lanes if lane.lane_type == LaneType.CONNECTOR]
     assert len(connectors) >= 20
@@ -127,7 +126,7 @@ def test_registered_and_constructible_without_arguments() -> None:
 
 
 def test_ports_are_continued_exactly_and_tiles_are_left_through_the_border() -> None:
-    result = _chain(3, tiles=10, retain_m=None)
+    result = grow(3, 10)
     graph = result.graph
     for tile in result.tiles[1:]:
         new = {lane.id for lane in tile.content.lanes}
@@ -138,29 +137,60 @@ def test_ports_are_continued_exactly_and_tiles_are_left_through_the_border() -> 
         assert centre, "the tile is centred at an out port"
 
 
-def test_collect_ports_finds_open_ends_inside_the_tile() -> None:
-    result = _chain(1, tiles=2, spawn_agents=False)
-    frame = TileFrame(np.array([200.0, 200.0]), 0.0)
-    assert collect_ports(result.graph, frame) == ()
-    last = result.tiles[-1]
-    ports = collect_ports(result.graph, last.frame)
-    for port in ports:
-        lane = result.graph[port.lane_id]
-        assert not (lane.successors if port.is_out else lane.predecessors)
+def test_tile_ports_are_the_open_ends_inside_the_tile() -> None:
+    result = grow(1, 4)
+    graph = result.graph
+    assert tile_ports(graph, TileFrame(np.array([500.0, 500.0]), 0.0), PORT_MARGIN_M) == []
+    for tile in result.tiles[1:]:
+        ports = tile_ports(graph, tile.frame, PORT_MARGIN_M)
+        for port in ports:
+            lane = graph[port.lane_id]
+            assert not (lane.successors if port.is_out else lane.predecessors)
+            assert tile.frame.contains(port.xy, PORT_MARGIN_M)
+        # every open end inside the square is among them
+        ends = [(i, lane.end_pose[0]) for i, lane in graph.lanes.items() if not lane.successors]
+        inside = {i for i, xy in ends if tile.frame.contains(xy, PORT_MARGIN_M - 0.1)}
+        assert inside <= {p.lane_id for p in ports if p.is_out}
+    assert any(tile.ports for tile in result.tiles[1:]), "the world passes the ports it found"
 
 
 def test_no_agents_when_not_asked() -> None:
-    result = _chain(2, tiles=6, spawn_agents=False)
-    assert all(len(t.content.agents) == 0 for t in result.tiles)
+    result = _grown_with_open_ends()
+    spawned = 0
+    for frame, ports in _requests_at_open_ends(result):
+        for spawn in (False, True):
+            request = TileRequest(frame, ports, result.graph, IdAllocator(10**6), np.random.default_rng(0),
+                                  spawn_agents=spawn)
+            agents = len(result.world.generator.generate(request).agents)  # the world's city plan
+            if not spawn:
+                assert agents == 0
+            spawned += agents
+    assert spawned > 0, "the same requests with spawn_agents=True place traffic"
 
 
 def test_request_graph_is_not_modified() -> None:
-    result = _chain(4, tiles=5)
+    result = _grown_with_open_ends()
     graph = result.graph
-    before = {i: (lane.successors, lane.predecessors) for i, lane in graph.lanes.items()}
-    last = result.tiles[-1]
-    frame = TileFrame(graph[sorted(graph.lanes)[-1]].end_pose[0], graph[sorted(graph.lanes)[-1]].end_pose[1])
-    ProceduralGenerator().generate(TileRequest(frame, collect_ports(graph, frame), graph,
-                                               IdAllocator(10**6), np.random.default_rng(0)))
-    assert {i: (lane.successors, lane.predecessors) for i, lane in graph.lanes.items()} == before
-    assert last.content.lanes
+    before = {i: (lane.successors, lane.predecessors, lane.lane_type) for i, lane in graph.lanes.items()}
+    for frame, ports in _requests_at_open_ends(result):
+        content = result.world.generator.generate(TileRequest(frame, ports, graph, IdAllocator(10**6),
+                                                              np.random.default_rng(0)))
+        assert content.lanes
+    assert {i: (lane.successors, lane.predecessors, lane.lane_type) for i, lane in graph.lanes.items()} == before
+
+
+def _grown_with_open_ends() -> GrownWorld:
+    return grow(4, 5)
+
+
+def _requests_at_open_ends(result: GrownWorld, most: int = 3) -> list[tuple[TileFrame, tuple[Port, ...]]]:
+    """Frames centred at open out ports of the grown world, with the ports the world would pass."""
+    graph = result.graph
+    ends = sorted(i for i, lane in graph.lanes.items() if not lane.successors)[:most]
+    out = []
+    for lane_id in ends:
+        xy, yaw = graph[lane_id].end_pose
+        frame = TileFrame(xy.copy(), yaw)
+        out.append((frame, tuple(tile_ports(graph, frame, PORT_MARGIN_M))))
+    assert out, "the grown world has open ends"
+    return out

@@ -10,9 +10,9 @@ from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
 from vectorworld.generation.procedural.generator import ProceduralGenerator
 from vectorworld.generation.procedural.occupancy import HomeZone, Occupancy
-from vectorworld.generation.procedural.tile_chain import collect_ports
 from vectorworld.generation.procedural.turnarounds import TURN_RADIUS_M, keyhole_path
 from vectorworld.scene import Lane, LaneGraph, LaneType
+from vectorworld.world.ports import tile_ports
 
 
 def _straight(lane_id: int, a: tuple[float, float], b: tuple[float, float], n: int = 30) -> Lane:
@@ -35,7 +35,7 @@ def test_a_road_across_the_way_is_crossed_or_joined_never_overlapped() -> None:
     for seed in range(12):
         graph = _world_with_road_across()
         frame = TileFrame(np.array([0.0, -1.75]), 0.0)
-        request = TileRequest(frame, collect_ports(graph, frame), graph, IdAllocator(100),
+        request = TileRequest(frame, tuple(tile_ports(graph, frame, 3.0)), graph, IdAllocator(100),
                               np.random.default_rng(seed), spawn_agents=False)
         content, report = ProceduralGenerator().generate_with_report(request)
         assert report.stopped == 0
@@ -63,7 +63,7 @@ def test_facing_ports_in_one_tile_are_bridged() -> None:
         graph.add([_straight(1, (-40.0, -1.75), (0.0, -1.75)), _straight(2, (0.0, 1.75), (-40.0, 1.75)),
                    _straight(3, (60.0, 1.0), (24.0, 1.0)), _straight(4, (24.0, -2.5), (60.0, -2.5))])
         frame = TileFrame(np.array([0.0, -1.75]), 0.0)
-        ports = collect_ports(graph, frame)
+        ports = tuple(tile_ports(graph, frame, 3.0))
         assert {p.lane_id for p in ports} == {1, 2, 3, 4}
         content, report = ProceduralGenerator().generate_with_report(
             TileRequest(frame, ports, graph, IdAllocator(100), np.random.default_rng(seed), spawn_agents=False))
@@ -118,7 +118,7 @@ def test_a_boxed_in_two_way_road_turns_around_instead_of_dead_ending() -> None:
         graph.add([Lane(10 + k, np.linspace(a, b, 40), lane_type=LaneType.CONNECTOR)])
     frame = TileFrame(np.array([0.0, -1.75]), 0.0)
     content, report = ProceduralGenerator().generate_with_report(
-        TileRequest(frame, collect_ports(graph, frame), graph, IdAllocator(100), np.random.default_rng(0),
+        TileRequest(frame, tuple(tile_ports(graph, frame, 3.0)), graph, IdAllocator(100), np.random.default_rng(0),
                     spawn_agents=False))
     assert report.turnarounds == 1 and report.stopped == 0
     assert dead_end_violations(frame, content) == []

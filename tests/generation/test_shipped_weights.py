@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.generation.test_learned import _request
+from tests.generation.test_learned import two_lane_request
 from vectorworld.generation import make_generator
 from vectorworld.generation.learned.egr_dit import count_parameters
 from vectorworld.generation.learned.generator import WEIGHTS_DIR, LearnedTileGenerator
@@ -31,14 +31,14 @@ def test_registered_learned_generator_is_deterministic_per_seed() -> None:
 
     gen = make_generator("learned", fallback="test-straight")
     assert isinstance(gen, LearnedTileGenerator)
-    a = gen.generate(_request(seed=3))
-    b = LearnedTileGenerator(fallback="test-straight").generate(_request(seed=3))
+    a = gen.generate(two_lane_request(seed=3))
+    b = LearnedTileGenerator(fallback="test-straight").generate(two_lane_request(seed=3))
     assert a.used_fallback == b.used_fallback and a.links == b.links
     assert len(a.lanes) == len(b.lanes) and len(a.lanes) > 0
     for x, y in zip(a.lanes, b.lanes, strict=True):
         np.testing.assert_array_equal(x.points, y.points)
     np.testing.assert_array_equal(a.agents.xy, b.agents.xy)
-    ports = {p.lane_id: p.xy for p in _request().ports}
+    ports = {p.lane_id: p.xy for p in two_lane_request().ports}
     by_id = {lane.id: lane for lane in a.lanes}
     for known, new in a.links:                              # every link continues its port exactly
         if known in ports and new in by_id:
@@ -51,7 +51,7 @@ def test_one_step_sampling_generates_frontier_lanes() -> None:
 
     model = OutpaintModel.load(WEIGHTS_DIR)
     for seed in range(2):
-        ctx = build_context(_request(seed), model.vae.config.max_lanes, model.vae.config.max_agents)
+        ctx = build_context(two_lane_request(seed), model.vae.config.max_lanes, model.vae.config.max_agents)
         batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]})
         decoded, _ = model.outpaint(batch, SamplerConfig("meanflow", 1, 4), torch.Generator().manual_seed(seed))
         frontier = (torch.sigmoid(decoded["lane_logit"]) > 0.5) & ~batch["lane_cond"]

@@ -5,20 +5,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.generation.grown_world import GrownWorld, grow
 from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest
 from vectorworld.generation.procedural.generator import ProceduralGenerator
 from vectorworld.generation.procedural.spawning import STOP_MARGIN_M, SpawnConfig
-from vectorworld.generation.procedural.tile_chain import chain_tiles, collect_ports
 from vectorworld.scene import AgentType, LaneType
+from vectorworld.world.ports import tile_ports
 
 
 @pytest.fixture(scope="module")
-def chain():  # noqa: ANN201 - ChainResult
-    return chain_tiles(ProceduralGenerator(), 24, seed=11, retain_m=None)
+def chain() -> GrownWorld:
+    return grow(11, 24)
 
 
-def test_agents_stand_on_new_lanes_in_the_generated_half(chain) -> None:  # noqa: ANN001
+def test_agents_stand_on_new_lanes_in_the_generated_half(chain: GrownWorld) -> None:
     for k, tile in enumerate(chain.tiles):
         agents, lanes = tile.content.agents, {lane.id: lane for lane in tile.content.lanes}
         local = tile.frame.to_local(agents.xy)
@@ -38,7 +39,7 @@ def test_agents_stand_on_new_lanes_in_the_generated_half(chain) -> None:  # noqa
             assert abs(geometry.wrap_angle(agents.yaw[i] - heading[0])) < 0.15
 
 
-def test_sizes_and_speeds_are_plausible(chain) -> None:  # noqa: ANN001
+def test_sizes_and_speeds_are_plausible(chain: GrownWorld) -> None:
     for tile in chain.tiles:
         a = tile.content.agents
         lanes = {lane.id: lane for lane in tile.content.lanes}
@@ -62,7 +63,7 @@ def test_sizes_and_speeds_are_plausible(chain) -> None:  # noqa: ANN001
     assert np.percentile(speeds, 90) > 7.0, "moving traffic near the speed limit"
 
 
-def test_no_overlaps_and_bumper_gaps_in_lane(chain) -> None:  # noqa: ANN001
+def test_no_overlaps_and_bumper_gaps_in_lane(chain: GrownWorld) -> None:
     for tile in chain.tiles:
         a = tile.content.agents
         if len(a) < 2:
@@ -77,7 +78,7 @@ def test_no_overlaps_and_bumper_gaps_in_lane(chain) -> None:  # noqa: ANN001
                     assert gap >= ProceduralGenerator().config.city_spawn.min_gap_m - 0.5
 
 
-def test_each_car_can_stop_behind_the_one_ahead_in_its_lane(chain) -> None:  # noqa: ANN001
+def test_each_car_can_stop_behind_the_one_ahead_in_its_lane(chain: GrownWorld) -> None:
     """Should the car ahead stop, the follower stops behind it braking at the spawner's comfortable rate."""
     checked = 0
     for tile in chain.tiles:
@@ -101,7 +102,7 @@ def test_each_car_can_stop_behind_the_one_ahead_in_its_lane(chain) -> None:  # n
     assert checked >= 10
 
 
-def test_motion_codes_trace_the_last_second(chain) -> None:  # noqa: ANN001
+def test_motion_codes_trace_the_last_second(chain: GrownWorld) -> None:
     for tile in chain.tiles:
         a = tile.content.agents
         for i in range(len(a)):
@@ -117,14 +118,14 @@ def test_motion_codes_trace_the_last_second(chain) -> None:  # noqa: ANN001
 
 
 def test_spawns_keep_clear_of_agents_already_there() -> None:
-    chain = chain_tiles(ProceduralGenerator(), 3, seed=5, spawn_agents=False)
-    graph = chain.graph
+    grown = grow(5, 3)
+    graph = grown.graph
     end = max(graph.lanes, key=lambda i: graph[i].end_pose[0][0] if not graph[i].successors else -1e9)
     xy, yaw = graph[end].end_pose
     frame = TileFrame(xy, yaw)
     existing = frame.to_global(np.array([[10.0, 0.0], [20.0, -2.0], [25.0, 2.0]]))
     for seed in range(6):
-        content = ProceduralGenerator().generate(TileRequest(frame, collect_ports(graph, frame), graph,
+        content = grown.world.generator.generate(TileRequest(frame, tuple(tile_ports(graph, frame, 3.0)), graph,
                                                              IdAllocator(10**6), np.random.default_rng(seed),
                                                              existing_agents_xy=existing))
         if len(content.agents):

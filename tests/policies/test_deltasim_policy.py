@@ -18,6 +18,7 @@ from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
 from policies.deltasim.observation import ObservationBuilder, ObservationConfig
 from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy
 from policies.deltasim.scenes import synthetic_input
+from vectorworld.checkpoints import CONFIG_FILE, WEIGHTS_FILE
 from vectorworld.errors import CheckpointError
 from vectorworld.train.deltasim_data import procedural_traffic
 from vectorworld.train.deltasim_recipe import idm_teacher
@@ -103,8 +104,11 @@ def test_warm_start_history_changes_the_decision() -> None:
 
 def test_checkpoint_round_trip_and_errors(tmp_path: Path) -> None:
     ckpt = _checkpoint()
-    weights, sidecar = save_checkpoint(tmp_path / "m", ckpt.net, ckpt.vocabulary, ckpt.observation, {"x": 1})
+    folder = save_checkpoint(tmp_path / "m", ckpt.net, ckpt.vocabulary, ckpt.observation, {"x": 1})
+    weights, sidecar = folder / WEIGHTS_FILE, folder / CONFIG_FILE
+    assert sorted(p.name for p in folder.iterdir()) == [CONFIG_FILE, WEIGHTS_FILE]
     loaded = load_checkpoint(tmp_path / "m")
+    assert load_checkpoint(weights).meta == {"x": 1}  # a file of the folder names the folder
     assert loaded.meta == {"x": 1}
     assert np.allclose(loaded.vocabulary.primitives, ckpt.vocabulary.primitives)
     inp = synthetic_input(8, np.random.default_rng(0))
@@ -129,10 +133,15 @@ def test_checkpoint_round_trip_and_errors(tmp_path: Path) -> None:
     sidecar.write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="format"):
         load_checkpoint(tmp_path / "m")
-    meta["format"] = "vectorworld.deltasim/1"  # an older checkpoint: the error says to retrain
+    meta["format"], meta["version"] = "vectorworld-deltasim", 1  # an older version
     sidecar.write_text(json.dumps(meta))
-    with pytest.raises(CheckpointError, match="older DeltaSim checkpoint"):
+    with pytest.raises(CheckpointError, match="v2"):
         load_checkpoint(tmp_path / "m")
+    # The earlier layout (STEM.safetensors + STEM.json): the error names the migration tool.
+    (tmp_path / "old.safetensors").write_bytes(good)
+    (tmp_path / "old.json").write_text("{}")
+    with pytest.raises(CheckpointError, match="migrate_deltasim_checkpoint"):
+        load_checkpoint(tmp_path / "old")
     sidecar.write_text("{not json")
     with pytest.raises(CheckpointError):
         load_checkpoint(tmp_path / "m")
@@ -153,11 +162,11 @@ def test_tiny_overfit() -> None:
     assert record["epochs"][-1]["ce"] < record["epochs"][0]["ce"] / 5
 
 
-@pytest.mark.skipif(not DEFAULT_CHECKPOINT.with_suffix(".safetensors").is_file(), reason="no shipped weights")
+@pytest.mark.skipif(not (DEFAULT_CHECKPOINT / WEIGHTS_FILE).is_file(), reason="no shipped weights")
 def test_shipped_checkpoint_is_registered_small_and_runs() -> None:
     policy = make_policy("deltasim")
     assert isinstance(policy, DeltaSimPolicy)
-    size = DEFAULT_CHECKPOINT.with_suffix(".safetensors").stat().st_size
+    size = (DEFAULT_CHECKPOINT / WEIGHTS_FILE).stat().st_size
     assert size < 10 * 2**20
     inp = synthetic_input(16, np.random.default_rng(0))
     out = policy.act(inp, np.random.default_rng(0))

@@ -99,6 +99,18 @@ def test_bad_options_exit_2(args):
     assert "error:" in result.output
 
 
+@pytest.mark.parametrize("size", ["big", "10x10"])
+def test_bad_size_is_worded_as_the_flag_by_the_cli_and_as_the_field_by_the_library(size):
+    from vectorworld.errors import ConfigError
+    from vectorworld.viewer.headless import parse_size
+
+    result = view("--drive", "--size", size)
+    assert result.exit_code == 2 and "--size" in result.output and "size_px" not in result.output
+    with pytest.raises(ConfigError, match="size_px") as err:
+        parse_size(size)
+    assert err.value.field == "size_px" and "--" not in str(err.value)
+
+
 def test_drive_mode_headless_screenshot(tmp_path):
     out = tmp_path / "drive.png"
     result = view("--drive", "--generator", "test-straight", "--screenshot", out, "--step", 15,

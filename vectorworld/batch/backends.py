@@ -8,10 +8,11 @@ one episode to the next except imported modules.
 from __future__ import annotations
 
 import abc
+import functools
 import multiprocessing
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -44,19 +45,25 @@ class Backend(abc.ABC):
 
 
 class SerialBackend(Backend):
-    """Runs every episode in this process, one after the other (``--workers 1``)."""
+    """Runs every episode in this process, one after the other (``--workers 1``).
+
+    on_step(index, km): called after every step of episode ``index`` with the ego's km so far (a progress
+    bar); the other backends run episodes elsewhere and report only whole episodes."""
 
     name = "serial"
 
+    def __init__(self, on_step: Callable[[int, float], None] | None = None) -> None:
+        self.on_step = on_step
+
     def run(self, tasks: Sequence[EpisodeTask]) -> Iterator[dict[str, Any]]:
         for task in tasks:
-            yield run_task(task)
+            yield run_task(task, None if self.on_step is None else functools.partial(self.on_step, task.index))
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "workers": 1}
 
 
-def _init_worker(threads: int) -> None:
+def init_worker(threads: int) -> None:
     """Pool initializer: cap math-library threads so K workers do not oversubscribe the cores, and exit if
     the parent dies (a killed ``rollout`` must not leave its workers running episodes nobody collects)."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -104,7 +111,7 @@ class LocalPoolBackend(Backend):
             return
         ctx = multiprocessing.get_context(self.start_method)
         self._executor = ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=ctx,
-                                             initializer=_init_worker, initargs=(self.threads,))
+                                             initializer=init_worker, initargs=(self.threads,))
         pending: dict[Future[dict[str, Any]], EpisodeTask] = {
             self._executor.submit(run_task, task): task for task in tasks}
         while pending:

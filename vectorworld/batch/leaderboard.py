@@ -36,9 +36,9 @@ def parse_planners(spec: str) -> tuple[str, ...]:
     """Comma-separated planner names, each loadable (ConfigError naming the bad one), no duplicates."""
     names = tuple(name.strip() for name in spec.split(",") if name.strip())
     if not names:
-        raise ConfigError("--planners needs at least one planner name")
+        raise ConfigError("planners needs at least one planner name", field="planners")
     if len(set(names)) != len(names):
-        raise ConfigError(f"--planners lists a planner twice: {spec!r}")
+        raise ConfigError(f"planners lists a planner twice: {spec!r}", field="planners")
     for name in names:
         load_planner(name)
     return names
@@ -54,7 +54,7 @@ def evaluate_planners(planners: Sequence[str], episodes: int, km: float, seed: i
     resume: continue the planners' batches already in ``out_dir`` (episodes there are not run again; planners
     can also be run by separate invocations into one ``out_dir`` and tabled together by a last one)."""
     if not planners:
-        raise ConfigError("--planners needs at least one planner name")
+        raise ConfigError("planners needs at least one planner name", field="planners")
     records: dict[str, list[dict[str, Any]]] = {}
     for name in planners:
         config = SessionConfig(seed=seed, target_km=km, planner=name, npc_policy=npc_policy,

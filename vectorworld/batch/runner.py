@@ -40,8 +40,9 @@ class BatchResult:
     def failed(self) -> list[dict[str, Any]]:
         return [r for r in self.records if "error" in r]
 
-    def legacy_report(self) -> dict[str, Any]:
-        """The single-file ``--out report.json`` payload (same shape as ``run_rollouts``)."""
+    def report(self) -> dict[str, Any]:
+        """The single-file payload of ``vectorworld rollout --out report.json``: the session config with the
+        episode count, how the batch ran, every record, the summary and whether it was interrupted."""
         return {"version": REPORT_VERSION, "config": self.config["session"] | {"episodes": self.config["episodes"]},
                 "execution": self.config["execution"], "episodes": self.records,
                 "summary": summarize(self.records), "interrupted": self.interrupted}

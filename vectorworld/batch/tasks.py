@@ -18,18 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vectorworld.batch.episode import run_episode
+from vectorworld.batch.episode import StepCallback, run_episode
 from vectorworld.sim.config import SessionConfig
 
 EpisodeFn = Callable[..., dict[str, Any]]
+"""``fn(config, record_path, on_progress) -> report``; ``on_progress(km)`` after every step, or None."""
 
 # Report fields that measure wall-clock time: they differ between runs of the same seed.
 TIMING_FIELDS = frozenset({"wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms", "tile_ms_samples"})
 
 
-def run_batch_episode(config: SessionConfig, record_path: Path | None = None) -> dict[str, Any]:
+def run_batch_episode(config: SessionConfig, record_path: Path | None = None,
+                      on_progress: StepCallback | None = None) -> dict[str, Any]:
     """The default episode function: :func:`run_episode` keeping every tile latency (for the histogram)."""
-    return run_episode(config, record_path, tile_samples=True)
+    return run_episode(config, record_path, on_progress, tile_samples=True)
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class EpisodeTask:
     plugins: modules to import in the worker before the episode (they register generators / policies
     that are not in the built-in module maps, e.g. a test generator).
     record_path: where this episode's recording goes (None: no recording).
-    episode_fn: ``fn(config, record_path) -> report``; :func:`run_batch_episode` unless a caller injects one.
+    episode_fn: an :data:`EpisodeFn`; :func:`run_batch_episode` unless a caller injects one.
     """
 
     index: int
@@ -84,12 +86,13 @@ def plugin_modules(config: SessionConfig) -> tuple[str, ...]:
     return tuple(modules)
 
 
-def run_task(task: EpisodeTask) -> dict[str, Any]:
-    """Run one episode in this process; return its record. Exceptions become an error record."""
+def run_task(task: EpisodeTask, on_progress: StepCallback | None = None) -> dict[str, Any]:
+    """Run one episode in this process; return its record. Exceptions become an error record.
+    ``on_progress(km)`` is called after every step (in-process runs only: it is not sent to workers)."""
     try:
         for module in task.plugins:
             importlib.import_module(module)
-        report = task.episode_fn(task.config, task.record_path)
+        report = task.episode_fn(task.config, task.record_path, on_progress)
         return {"index": task.index, **report, "seed": task.config.seed}
     except Exception as err:  # noqa: BLE001 - one failing episode must not stop the batch
         return error_record(task, f"{type(err).__name__}: {err}", type(err).__name__, traceback.format_exc())

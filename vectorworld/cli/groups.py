@@ -33,15 +33,18 @@ CONFIG_FLAGS = {"target_km": "--km", "seed": "--seed", "npc_policy": "--npc", "p
                 "generator": "--generator", "max_steps": "--max-steps", "scenario": "--scenario",
                 "nuplan_maps_dir": "--nuplan-maps", "episodes": "--episodes", "workers": "--workers",
                 "resume": "--resume", "out_dir": "--out-dir", "cpus_per_task": "--ray-cpus-per-task",
-                "gpus_per_task": "--ray-gpus-per-task", "address": "--ray"}
-"""Config field (SessionConfig, batch) -> the flag that sets it: the library's errors name fields, the CLI
+                "gpus_per_task": "--ray-gpus-per-task", "address": "--ray", "size_px": "--size"}
+"""Config field (SessionConfig, batch, viewer) -> the flag that sets it: the library's errors name fields, the CLI
 words them as its flags."""
 _FIELD_WORDS = re.compile(r"\b(" + "|".join(CONFIG_FLAGS) + r")\b")
 
 
-def bad_input(err: VectorWorldError | ValueError) -> typer.Exit:
-    """Exit code 2 with the error's message; a config field the message names is worded as its flag."""
+def bad_input(err: VectorWorldError | ValueError, flags: dict[str, str] | None = None) -> typer.Exit:
+    """Exit code 2 with the error's message; a config field the message names is worded as its flag
+    (``flags``: the command's own field -> flag table, default :data:`CONFIG_FLAGS`)."""
     message = str(err)
-    if isinstance(err, ConfigError) and err.field in CONFIG_FLAGS:
-        message = _FIELD_WORDS.sub(lambda m: CONFIG_FLAGS[m.group(1)], message)
+    table = CONFIG_FLAGS if flags is None else flags
+    if isinstance(err, ConfigError) and err.field in table:
+        words = _FIELD_WORDS if flags is None else re.compile(r"\b(" + "|".join(map(re.escape, table)) + r")\b")
+        message = words.sub(lambda m: table[m.group(1)], message)
     return fail(message, 2)

@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
             record = train_from_dir(data, out, DataRecipe(seed=seed), config,
                                     log=lambda entry: typer.echo(json.dumps(entry)), workers=workers)
         except VectorWorldError as err:
-            raise bad_input(err) from err
+            raise bad_input(err, {"data_dir": "--data"}) from err
         typer.echo(json.dumps({"val": record["val"], "seconds": record["seconds"], "out": str(out)}))
 
     @eval_app.command("npc")

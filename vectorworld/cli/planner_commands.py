@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
             make_policy(npc)
             make_generator(generator)
         except ConfigError as err:
-            raise bad_input(err) from None
+            raise bad_input(err, {"planners": "--planners"} if err.field == "planners" else None) from None
         done = {"n": 0}
 
         def on_record(name: str, record: dict[str, Any]) -> None:

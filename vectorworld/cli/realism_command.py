@@ -15,6 +15,8 @@ import typer
 from vectorworld.cli.groups import bad_input, eval_app
 from vectorworld.errors import VectorWorldError
 
+REALISM_FLAGS = {"worlds": "--worlds", "seconds": "--seconds", "every_s": "--every", "npc_policy": "--npc"}
+"""DriveConfig field -> the flag that sets it (the library's errors name fields)."""
 DEFAULT_REFERENCE = "womd:../shared/data/womd/motion_data_one_scenario.tfrecord"
 
 
@@ -75,7 +77,7 @@ def register(app: typer.Typer) -> None:
             else:
                 gen = generated_samples(generator, drive)
         except (VectorWorldError, ValueError) as err:
-            raise bad_input(err) from err
+            raise bad_input(err, REALISM_FLAGS) from err
         report = compare(gen, ref)
         report["drive"] = {"worlds": worlds, "seed": seed, "seconds": seconds, "every_s": every, "npc": npc}
         if png is not None:

@@ -54,8 +54,14 @@ def print_run_table(records: list[dict[str, Any]], title: str) -> None:
     _console().print(table)
     failed = [r for r in records if "error" in r]
     typer.echo(f"episodes {len(records)}  succeeded {len(records) - len(failed)}  failed {len(failed)}")
-    for r in failed:
-        typer.echo(f"  episode {r['index']} (seed {r.get('seed')}) failed: {r['error']}")
+    print_failures(records)
+
+
+def print_failures(records: list[dict[str, Any]]) -> None:
+    """One line per failed episode: index, seed and the error."""
+    for r in records:
+        if "error" in r:
+            typer.echo(f"  episode {r['index']} (seed {r.get('seed')}) failed: {r['error']}")
 
 
 def print_compare_table(run: list[dict[str, Any]], baseline: list[dict[str, Any]], run_name: str,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +41,20 @@ def _cell(value: Any) -> str:
 
 
 def print_summary(report: dict[str, Any]) -> None:
-    """One episode: every metric, one per row. Several: one row per episode, then the totals."""
+    """One episode: every metric, one per row. Several: one row per episode, then the totals. Then the
+    failed episodes, one line each."""
     from rich.console import Console
     from rich.table import Table
 
-    episodes = report["episodes"]
-    if len(episodes) == 1:
+    from vectorworld.cli.report_command import print_failures
+
+    episodes = [e for e in report["episodes"] if "error" not in e]
+    if len(report["episodes"]) == 1 and episodes:
         table = Table(title="rollout", show_header=False)
         table.add_column("metric")
         table.add_column("value", justify="right")
         for key, value in episodes[0].items():
-            if not isinstance(value, (list, dict)):
+            if key != "index" and not isinstance(value, (list, dict)):
                 table.add_row(key, _cell(value))
     else:
         table = Table(title="rollout")
@@ -59,7 +62,9 @@ def print_summary(report: dict[str, Any]) -> None:
             table.add_column(header, justify="right")
         for e in episodes:
             table.add_row(*[_cell(e[key]) for key in SUMMARY_COLUMNS])
-    Console(stderr=False).print(table)
+    if episodes:
+        Console(stderr=False).print(table)
+    print_failures(report["episodes"])
     s = report["summary"]
     if "completed_rate" in s:
         typer.echo(f"episodes {s['episodes']}  completed {s['completed_rate']:.0%}  km {s['total_km']:.3f}  "
@@ -94,8 +99,6 @@ def register(app: typer.Typer) -> None:
         """Drive closed-loop episodes through a streaming generated world and report metrics."""
         from policies import make_policy
         from policies.ego import load_planner
-        from vectorworld.batch.episode import run_rollouts
-        from vectorworld.files import write_json_atomic
         from vectorworld.generation import make_generator
         from vectorworld.sim.config import SessionConfig
 
@@ -117,53 +120,17 @@ def register(app: typer.Typer) -> None:
                 load_scenario(scenario, nuplan_maps_dir=config.nuplan_maps_dir)
         except (VectorWorldError, ValueError) as err:
             raise bad_input(err) from None
-        if workers != 1 or ray is not None or out_dir is not None or resume:
-            backend = _batch_backend(workers, ray, ray_cpus, ray_gpus, record, out_dir, resume)
-            _run_batch(config, episodes, backend, out_dir, resume, record, out)
-            return
-
-        progress, task = _progress(episodes * km)
-        done_km = [0.0]
-
-        def on_progress(ep_km: float) -> None:
-            if progress is not None:
-                progress.update(task, completed=done_km[0] + ep_km)
-
-        def on_episode(i: int, result: dict[str, Any]) -> None:
-            done_km[0] += km
-
-        try:
-            if progress is not None:
-                progress.start()
-            report = run_rollouts(config, episodes, record, on_episode, on_progress)
-        except VectorWorldError as err:
-            raise fail(str(err), 1) from None
-        finally:
-            if progress is not None:
-                progress.stop()
-        report["config"] = dataclasses.asdict(config) | {"episodes": episodes}
-        print_summary(report)
-        if out is not None:
-            write_json_atomic(out, report)
-            typer.echo(f"report written to {out}")
-        if report["interrupted"]:
-            typer.echo("interrupted: kept the episodes already finished", err=True)
-            raise typer.Exit(130)
-
-
-def _progress(total_km: float):  # noqa: ANN202 - rich types stay lazy
-    if not sys.stderr.isatty():
-        return None, None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    progress = Progress(TextColumn("rollout"), BarColumn(), TextColumn("{task.completed:.2f}/{task.total} km"),
-                        TimeRemainingColumn(), transient=True)
-    return progress, progress.add_task("rollout", total=total_km)
+        in_process = workers == 1 and ray is None
+        bar = _Progress(episodes, km, per_step=in_process)
+        backend = _batch_backend(workers, ray, ray_cpus, ray_gpus, record, out_dir, resume, bar.step)
+        _run_batch(config, episodes, backend, bar, out_dir, resume, record, out)
 
 
 def _batch_backend(workers: int, ray: str | None, ray_cpus: float, ray_gpus: float, record: Path | None,
-                   out_dir: Path | None, resume: bool):  # noqa: ANN202 - batch types stay lazy
-    """Check the batch options (exit 2 naming the option) and build the backend."""
+                   out_dir: Path | None, resume: bool,
+                   on_step: Callable[[int, float], None]):  # noqa: ANN202 - batch types stay lazy
+    """Check the batch options (exit 2 naming the option) and build the backend (``on_step``: the
+    per-step progress of episodes run in this process)."""
     from vectorworld.batch.backends import LocalPoolBackend, SerialBackend
 
     if workers < 1:
@@ -175,7 +142,7 @@ def _batch_backend(workers: int, ray: str | None, ray_cpus: float, ray_gpus: flo
             raise fail(f"--out-dir: {out_dir} is not a directory")
         check_writable("--out-dir", out_dir / "episodes.jsonl" if out_dir.is_dir() else out_dir)
     if ray is None:
-        return LocalPoolBackend(workers) if workers > 1 else SerialBackend()
+        return LocalPoolBackend(workers) if workers > 1 else SerialBackend(on_step)
     from vectorworld.batch.ray_backend import RayBackend
 
     if ray.startswith("-") or not ray:
@@ -191,15 +158,16 @@ def _batch_backend(workers: int, ray: str | None, ray_cpus: float, ray_gpus: flo
     return RayBackend(ray, ray_cpus, ray_gpus, max_workers=workers if workers > 1 else None)
 
 
-def _run_batch(config, episodes: int, backend, out_dir: Path | None, resume: bool,  # noqa: ANN001
-               record: Path | None, out: Path | None) -> None:
-    """``rollout`` with --workers/--ray/--out-dir: run the batch, print the aggregate table, set the exit code."""
+def _run_batch(config, episodes: int, backend, bar: _Progress, out_dir: Path | None,  # noqa: ANN001
+               resume: bool, record: Path | None, out: Path | None) -> None:
+    """Run the episodes, print the table, write the reports, set the exit code: 1 if an episode failed,
+    130 if interrupted. Episodes run in this process without --out-dir get the per-episode table, others
+    the per-metric table (mean, 95% CI)."""
     from vectorworld.batch.runner import run_batch
     from vectorworld.cli.report_command import print_run_table
     from vectorworld.errors import ConfigError
     from vectorworld.files import write_json_atomic
 
-    bar = _EpisodeProgress(episodes)
     try:
         result = run_batch(config, episodes, backend, out_dir, resume, record, on_result=bar.advance,
                            on_start=bar.start)
@@ -211,44 +179,64 @@ def _run_batch(config, episodes: int, backend, out_dir: Path | None, resume: boo
         bar.stop()
     if result.skipped:
         typer.echo(f"resumed: {len(result.skipped)} episodes already in {out_dir}, ran {len(result.ran)}")
-    print_run_table(result.records, f"rollout ({backend.describe()['backend']})")
+    report = result.report()
+    if bar.per_step and out_dir is None:
+        print_summary(report)
+    else:
+        print_run_table(result.records, f"rollout ({backend.describe()['backend']})")
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if out is not None:
-        write_json_atomic(out, result.legacy_report())
+        write_json_atomic(out, report)
         typer.echo(f"report written to {out}")
     if out_dir is not None:
         typer.echo(f"report directory: {out_dir}")
     if result.interrupted:
-        typer.echo("interrupted: kept the episodes already finished (continue with --resume)", err=True)
+        resume_hint = " (continue with --resume)" if out_dir is not None else ""
+        typer.echo(f"interrupted: kept the episodes already finished{resume_hint}", err=True)
         raise typer.Exit(130)
     if result.failed:
         raise fail(f"{len(result.failed)} of {episodes} episodes failed", 1)
 
 
-class _EpisodeProgress:
-    """A progress bar over episodes with ETA (stderr, only on a TTY)."""
+class _Progress:
+    """A progress bar on stderr (only on a TTY): over km, step by step, when the episodes run in this process
+    (``per_step``); over whole episodes, with failures and ETA, when they run on workers."""
 
-    def __init__(self, episodes: int) -> None:
-        self.episodes = episodes
+    def __init__(self, episodes: int, km: float, per_step: bool) -> None:
+        self.episodes, self.km, self.per_step = episodes, km, per_step
+        self.finished = 0
         self.failed = 0
         self.progress = None
         self.task = None
 
     def start(self, done: int, to_run: int) -> None:
+        self.finished = done
         if not sys.stderr.isatty():
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self.progress = Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(), transient=True)
-        self.task = self.progress.add_task("episodes", total=self.episodes, completed=done, failed=0)
+        if self.per_step:
+            columns = [TextColumn("rollout"), BarColumn(), TextColumn("{task.completed:.2f}/{task.total:.2f} km")]
+            total, completed = self.episodes * self.km, done * self.km
+        else:
+            columns = [TextColumn("episodes"), BarColumn(), MofNCompleteColumn()]
+            total, completed = self.episodes, done
+        self.progress = Progress(*columns, TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
+                                 transient=True)
+        self.task = self.progress.add_task("rollout", total=total, completed=completed, failed=0)
         self.progress.start()
 
+    def step(self, index: int, episode_km: float) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=self.finished * self.km + min(episode_km, self.km))
+
     def advance(self, record: dict[str, Any]) -> None:
+        self.finished += 1
         self.failed += "error" in record
         if self.progress is not None:
-            self.progress.update(self.task, advance=1, failed=self.failed)
+            completed = self.finished * self.km if self.per_step else self.finished
+            self.progress.update(self.task, completed=completed, failed=self.failed)
 
     def stop(self) -> None:
         if self.progress is not None:

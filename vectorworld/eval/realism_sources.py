@@ -40,9 +40,10 @@ class DriveConfig:
 
     def validate(self) -> DriveConfig:
         if self.worlds < 1:
-            raise ConfigError(f"--worlds must be >= 1, got {self.worlds}")
+            raise ConfigError(f"worlds must be >= 1, got {self.worlds}", field="worlds")
         if not (self.seconds > 0 and self.every_s > 0 and self.warmup_s >= 0):
-            raise ConfigError("--seconds and --every must be positive")
+            raise ConfigError(f"seconds and every_s must be positive and warmup_s >= 0, got {self.seconds}, "
+                              f"{self.every_s}, {self.warmup_s}", field="seconds")
         return self
 
 
@@ -88,7 +89,7 @@ def reference_samples(source: str, nuplan_maps_dir: str | None = None, max_scena
         if progress is not None:
             progress(k + 1)
     if out.tiles == 0:
-        raise DataFormatError(f"--reference {source}: no vehicle to centre a tile on")
+        raise DataFormatError(f"{source}: no vehicle to centre a tile on")
     return out
 
 
@@ -121,7 +122,7 @@ def _dataset_samples(folder: Path, max_tiles: int | None) -> SampleSet:
             s.add("vehicle_length_m", state[veh, 5])
             s.add("vehicle_width_m", state[veh, 6])
     if out.tiles == 0:
-        raise DataFormatError(f"--reference {folder}: the dataset folder holds no tiles")
+        raise DataFormatError(f"{folder}: the dataset folder holds no tiles")
     return out
 
 

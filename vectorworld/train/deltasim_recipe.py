@@ -87,10 +87,10 @@ def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationC
             cached = json.loads(recipe_path.read_text())
         except (OSError, json.JSONDecodeError) as err:
             raise ConfigError(f"{path}: no readable recipe beside the cached samples ({err}); record into an "
-                              "empty --data directory") from err
+                              "empty data_dir", field="data_dir") from err
         if _recorded(cached) != _recorded(wanted):
-            raise ConfigError(f"{path} was recorded with recipe {cached}, not {wanted}: use another --data "
-                              "directory (or remove this cache) to record the requested recipe")
+            raise ConfigError(f"{path} was recorded with recipe {cached}, not {wanted}: use another data_dir "
+                              "(or remove this cache) to record the requested recipe", field="data_dir")
         return Samples.load(path)
     data_dir.mkdir(parents=True, exist_ok=True)
     samples = session_corpus(recipe.corpus(), idm_teacher, observation, log=log, workers=workers)
@@ -103,8 +103,8 @@ def train_from_dir(data_dir: Path, out_dir: Path, recipe: DataRecipe = DataRecip
                    config: TrainConfig = TrainConfig(), net_config: DeltaSimNetConfig = DeltaSimNetConfig(),
                    observation: ObservationConfig = ObservationConfig(),
                    log: Callable[[dict], None] | None = None, workers: int = 1) -> dict:
-    """Record (or load) data, train, and write ``out_dir/deltasim.{safetensors,json}`` and
-    ``out_dir/train_record.json``. Returns the training record."""
+    """Record (or load) data, train, and write the checkpoint folder ``out_dir`` (``model.safetensors``,
+    ``config.json``) and ``out_dir/train_record.json``. Returns the training record."""
     samples = load_or_record(data_dir, recipe, observation, workers, log)
     episodes = int(samples.episode.max()) + 1
     first_val = episodes - max(1, int(round(episodes * recipe.val_fraction)))
@@ -121,6 +121,6 @@ def train_from_dir(data_dir: Path, out_dir: Path, recipe: DataRecipe = DataRecip
             "data": "IDM teacher traffic in procedural Session rollouts (vectorworld.train.deltasim_corpus)",
             "record": record}
     out_dir = Path(out_dir)
-    save_checkpoint(out_dir / "deltasim", net, vocab, observation, meta)
+    save_checkpoint(out_dir, net, vocab, observation, meta)
     (out_dir / "train_record.json").write_text(json.dumps(meta, indent=1))
     return record

@@ -29,14 +29,14 @@ def use_dummy_video() -> None:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """``"1280x800"`` -> (1280, 800); raises ConfigError naming --size for anything else."""
+    """``"1280x800"`` -> (1280, 800); raises ConfigError naming the field ``size_px`` for anything else."""
     parts = text.lower().split("x")
     try:
         w, h = (int(p) for p in parts)
     except ValueError as err:
-        raise ConfigError(f"--size must look like 1280x800, got {text!r}") from err
+        raise ConfigError(f"size_px must look like 1280x800, got {text!r}", field="size_px") from err
     if not (64 <= w <= 8192 and 64 <= h <= 8192):
-        raise ConfigError(f"--size {text} is out of range (64..8192 px per side)")
+        raise ConfigError(f"size_px {text} is out of range (64..8192 px per side)", field="size_px")
     return w, h
 
 

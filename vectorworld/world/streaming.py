@@ -27,7 +27,7 @@ from vectorworld.generation.base import (
 )
 from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph, LaneType, Tile
 from vectorworld.world.drivable import DrivableGrid
-from vectorworld.world.ports import PortBook, any_within
+from vectorworld.world.ports import PortBook, any_within, open_ports, tile_ports
 
 
 @dataclass(frozen=True)
@@ -154,18 +154,7 @@ class StreamingWorld:
     # ----------------------------------------------------------------- ports
     def open_ports(self, near_xy: np.ndarray, radius_m: float) -> list[Port]:
         """Open lane ends (out and in ports) within ``radius_m`` of ``near_xy``."""
-        ports = []
-        for lane_id in self.graph.near(near_xy, radius_m):
-            lane = self.graph[lane_id]
-            if not lane.successors:
-                xy, yaw = lane.end_pose
-                if np.linalg.norm(xy - near_xy) <= radius_m:
-                    ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, True))
-            if not lane.predecessors:
-                xy, yaw = lane.start_pose
-                if np.linalg.norm(xy - near_xy) <= radius_m:
-                    ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, False))
-        return ports
+        return open_ports(self.graph, near_xy, radius_m)
 
     def _next_port(self, ego_xy: np.ndarray, ego_yaw: float, route_end_lane: int | None,
                    moving_xy: np.ndarray | None = None) -> Port | None:
@@ -189,9 +178,8 @@ class StreamingWorld:
         (and the port deferred) if the tile would surprise traffic."""
         frame = TileFrame(port.xy.copy(), port.yaw)
         radius = TILE_SIZE_M / np.sqrt(2.0) + self.config.port_margin_m
-        ports = tuple(p for p in self.open_ports(port.xy, radius)
-                      if frame.contains(p.xy, self.config.port_margin_m)
-                      and p.lane_id not in self.ports.dead_ends)
+        ports = tuple(p for p in tile_ports(self.graph, frame, self.config.port_margin_m)
+                      if p.lane_id not in self.ports.dead_ends)
         near_agents = agents_xy[np.linalg.norm(agents_xy - port.xy, axis=-1) < radius + 20.0] \
             if len(agents_xy) else np.zeros((0, 2))
         request = TileRequest(frame=frame, ports=ports, graph=self.graph, lane_ids=self.lane_ids,

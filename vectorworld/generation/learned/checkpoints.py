@@ -1,4 +1,5 @@
-"""Checkpoints of the learned generator: one folder with ``model.safetensors`` and ``config.json``.
+"""Checkpoints of the learned generator, in the layout of :mod:`vectorworld.checkpoints` (one folder with
+``model.safetensors`` and ``config.json``).
 
 Weights of several modules share one safetensors file under prefixes (``vae.``, ``dit.``); the JSON holds
 the format tag, each module's config and free-form metadata (latent scale, training recipe). Anything
@@ -7,44 +8,35 @@ missing, corrupt or not matching the model raises :class:`vectorworld.errors.Che
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from vectorworld.checkpoints import read_sidecar, read_weights, write_checkpoint
+from vectorworld import checkpoints
+from vectorworld.checkpoints import WEIGHTS_FILE, read_weights, write_checkpoint
 from vectorworld.errors import CheckpointError
 
 FORMAT = "vectorworld-generator"
 VERSION = 1
-WEIGHTS_FILE = "model.safetensors"
-CONFIG_FILE = "config.json"
 
 
 def save_checkpoint(folder: str | Path, modules: dict[str, nn.Module], config: dict[str, object]) -> Path:
     """Write the modules' weights (float32) and ``config`` (JSON-serialisable) to ``folder``."""
-    folder = Path(folder)
     tensors = {f"{name}.{key}": value.detach().to("cpu", torch.float32).contiguous()
                for name, module in modules.items() for key, value in module.state_dict().items()}
-    meta = {"format": FORMAT, "version": VERSION, "modules": sorted(modules), **config}
-    write_checkpoint(folder / WEIGHTS_FILE, tensors, folder / CONFIG_FILE, json.dumps(meta, indent=2, sort_keys=True))
-    return folder
+    return write_checkpoint(folder, tensors, FORMAT, VERSION, {"modules": sorted(modules), **config})
 
 
 def read_config(folder: str | Path) -> dict[str, object]:
     """The checkpoint's JSON config; CheckpointError if missing, unparsable or of another format."""
-    path = Path(folder) / CONFIG_FILE
-    meta = read_sidecar(path)
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise CheckpointError(f"{path} is not a {FORMAT} v{VERSION} checkpoint config")
-    return meta
+    return checkpoints.read_config(folder, FORMAT, VERSION)
 
 
 def load_weights(folder: str | Path, modules: dict[str, nn.Module]) -> None:
     """Load weights into ``modules`` (strict: every key present with the right shape, nothing extra)."""
     path = Path(folder) / WEIGHTS_FILE
-    tensors = read_weights(path)
+    tensors = read_weights(folder)
     for name, module in modules.items():
         prefix = f"{name}."
         state = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
