@@ -227,6 +227,12 @@ class PdmPlanner(IdmRoutePlanner):
             floor = np.maximum(lo, -np.sqrt(2.0 * JERK_MPS3 * v))
             smooth = np.minimum(np.maximum(target, np.maximum(accel - step, floor)), np.minimum(accel + step, hi))
             wanted = np.where(comfortable, smooth, target)
+            if k == 2:
+                # The engine's tracker takes the first step's speed as 2 v2 - v3 (from poses 1-3): that is v1
+                # only if the acceleration of step 3 equals step 2's. Held here, the first step runs at the
+                # planned a1; with a ramp through it the tracker would replay a0 forever (the ego could
+                # never change its acceleration).
+                wanted = accel
             v_next = np.maximum(v + wanted * dt, 0.0)
             accel = (v_next - v) / dt  # what was applied (a stopped car stops braking)
             v = v_next

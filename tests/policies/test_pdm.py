@@ -155,3 +155,15 @@ def test_closed_loop_behind_a_braking_car_is_comfortable():
     trace = np.array(ego_trace)
     kin = EgoKinematics.of(trace[:, 0], trace[:, 1], 0.1)
     assert ego_is_comfortable(kin) == 1.0
+
+
+def test_the_tracker_executes_the_planned_first_step_acceleration():
+    """Cruising at 5 m/s (no acceleration) on a free road, cap 12 m/s: the plan ramps up at the jerk limit and
+    the engine's tracker, reading the planned poses, accelerates by JERK x dt at once, not 0 (a constant-jerk
+    ramp through poses 1-3 would make the tracker replay the current acceleration)."""
+    planner = PdmPlanner()
+    inp = policy_input([(0.0, 0.0, 0.0, 5.0)])
+    command = planner.plan(inp)
+    accel, _ = track_trajectory(inp.agents.xy[0], 0.0, 5.0, command.poses, 0.1)
+    assert planner.last_best == 0
+    np.testing.assert_allclose(accel, JERK_MPS3 * 0.1, atol=1e-6)
