@@ -9,11 +9,16 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vectorworld.errors import ConfigError
 from vectorworld.scene import Agents, LaneGraph
+from vectorworld.signals import SignalView
+
+if TYPE_CHECKING:
+    from policies.right_of_way import RightOfWayDecision
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,9 @@ class PolicyInput:
     controlled: (C,) bool, the slots this policy must move.
     routes: agent id -> lane ids the agent intends to follow, starting with its current lane.
     motion_codes: agent id -> (6, 2) body-frame recent path from the generator (warm start), if any.
+    signals: the state of every traffic light of the known world at this step.
+    right_of_way: this step's right-of-way decision (the Session's :class:`policies.right_of_way.RightOfWay`
+    takes it once per step for everyone); None outside a Session (a policy then decides by itself).
     """
 
     agents: Agents
@@ -34,6 +42,8 @@ class PolicyInput:
     step: int
     dt_s: float = 0.1
     motion_codes: Mapping[int, np.ndarray] = field(default_factory=dict)
+    signals: SignalView = field(default_factory=SignalView.empty)
+    right_of_way: RightOfWayDecision | None = None
 
 
 class Policy(abc.ABC):

@@ -11,8 +11,8 @@ import importlib
 
 import numpy as np
 
-from policies.base import Policy, PolicyInput
-from policies.idm import IdmCore, IdmParams, IdmPolicy, SharesIdmCore
+from policies.base import PolicyInput
+from policies.idm import IdmCore, IdmParams
 from vectorworld import geometry
 from vectorworld.errors import ConfigError
 from vectorworld.vehicle.commands import ControlCommand, EgoCommand, TrajectoryCommand
@@ -34,7 +34,8 @@ class EgoPlanner(abc.ABC):
 
 
 class IdmRoutePlanner(EgoPlanner):
-    """Follows the ego route with IDM speed control and junction yielding; outputs a trajectory."""
+    """Follows the ego route with IDM speed control, stopping where the step's right of way holds it (the
+    Session's decision in ``inp.right_of_way``); outputs a trajectory."""
 
     name = "idm"
 
@@ -75,19 +76,6 @@ class ConstantVelocityPlanner(EgoPlanner):
 
 
 BUILTIN_PLANNERS = ("idm", "pdm", "constant-velocity")
-
-
-def share_idm_core(planner: EgoPlanner, policy: Policy | None) -> None:
-    """Let an IDM ego planner and the NPC policy share one core. With IDM NPCs of the same parameters every
-    agent is then planned once per step (the same decisions as two cores, about half the work); a policy
-    that decides the junction right of way itself (:class:`policies.idm.SharesIdmCore`, ΔSim) adopts the
-    planner's core, and the planner reads that decision instead of taking it again."""
-    if not isinstance(planner, IdmRoutePlanner):
-        return
-    if isinstance(policy, IdmPolicy) and planner.core.params == policy.core.params:
-        planner.core = policy.core = IdmCore(policy.core.params, plans_everyone=True)
-    elif isinstance(policy, SharesIdmCore):
-        policy.adopt_idm_core(planner.core)
 
 
 def load_planner(spec: str) -> EgoPlanner:

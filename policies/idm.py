@@ -1,25 +1,28 @@
-"""IDM lane following, batched: car following, curve speed, stop at open ends, yielding at junctions.
+"""IDM lane following, batched: car following, curve speed, stop at open ends and where right of way holds.
 
 Each controlled agent drives along the centreline of its route. Its speed follows the Intelligent
 Driver Model (Treiber et al., 2000) towards a desired speed capped by the lane speed limit and by the
 curvature ahead (|a_lat| <= max_lat_accel), behind the nearest obstacle in its corridor: another agent,
-the end of the known road, or the entry of a connector it has not been granted.
+the end of the known road, or the stop point where the step's right-of-way decision holds it (a connector
+it was not granted, a red light: :mod:`policies.right_of_way`). IDM itself decides no right of way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from policies.base import Policy, PolicyInput, register_policy
-from policies.junctions import ConflictMap, JunctionRequest, grant_connectors
+from policies.right_of_way import RightOfWay, RightOfWayDecision
+from policies.route_paths import PathProfile, RoutePaths
 from vectorworld import geometry
-from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
-from vectorworld.world.routes import RoutePath, build_path
-from vectorworld.world.uniform_paths import UniformPath, UniformPathBatch
+from vectorworld.scene import Agents
+from vectorworld.world.routes import RoutePath
+from vectorworld.world.uniform_paths import UniformPathBatch
+
+__all__ = ["IdmCore", "IdmParams", "IdmPlan", "IdmPolicy", "PathProfile", "advance_on_paths", "idm_accel"]
 
 LOOKAHEAD_M = 70.0
 MAX_YAW_RATE_RPS = 1.2
@@ -30,8 +33,6 @@ MOVING_MARGIN_M = 0.6
 STANDING_MARGIN_M = 0.2
 STANDING_MPS = 0.1
 CONVERGING_RAD = 0.2
-EXIT_CLEAR_M = 6.0
-EXIT_BLOCKING_MPS = 1.0
 
 
 @dataclass(frozen=True)
@@ -84,119 +85,40 @@ def idm_accel(v: np.ndarray, v0: np.ndarray, gap: np.ndarray, lead_speed: np.nda
     return np.clip(accel, -p.max_decel_mps2, p.max_accel_mps2)
 
 
-@dataclass(frozen=True)
-class PathProfile:
-    """A route path with what IDM needs along it, computed once per route.
-
-    cap: (P,) m/s, speed cap at each path point (lane speed limit x speed factor, and the curve speed
-    sqrt(max_lat_accel / curvature)); connector / connector_s: the first junction connector after the
-    current lane and the arc length where it starts (-1 / inf if none).
-    """
-
-    path: RoutePath
-    cap: np.ndarray
-    connector: int
-    connector_s: float
-    lanes: tuple[Lane, ...]
-    """The lanes it was built from (lanes are immutable values: a changed lane is a new object)."""
-    uniform: UniformPath
-    """The path resampled uniformly (about 1 m) with ``cap`` as its values, for batched lookups."""
-    first_lane_m: float
-    """How far along the path the agent can be: it is on the first lane (the route book drops lanes driven
-    past), so projecting onto that stretch is enough, and a later part of the path that bends back near
-    the agent is never mistaken for its position."""
-
-    @classmethod
-    def build(cls, graph: LaneGraph, route: tuple[int, ...], p: IdmParams) -> PathProfile:
-        path = build_path(graph, route)
-        lanes = [graph[i] for i in route]
-        limit = np.array([lane.speed_limit_mps for lane in lanes])[path.lane_index] * p.speed_factor
-        kappa = geometry.curvature(path.points)
-        cap = np.minimum(limit, np.sqrt(p.max_lat_accel_mps2 / np.maximum(kappa, 1e-4)))
-        connector, connector_s, start = -1, np.inf, 0.0
-        for k, lane in enumerate(lanes):
-            if k > 0 and lane.lane_type == LaneType.CONNECTOR:
-                connector, connector_s = lane.id, start
-                break
-            start += lane.length_m
-        return cls(path, cap, connector, connector_s, tuple(lanes), UniformPath.resample(path.points, path.s, cap),
-                   lanes[0].length_m + 2.0)
-
-
-@runtime_checkable
-class SharesIdmCore(Protocol):
-    """A policy that can work on an ego planner's :class:`IdmCore` (route paths, junction right of way)."""
-
-    def adopt_idm_core(self, core: IdmCore) -> bool:
-        """Use ``core`` from now on if its parameters fit; returns whether it was adopted."""
-        ...
-
-
 class IdmCore:
-    """The batched IDM computation shared by the NPC policy and the default ego planner."""
+    """The batched IDM computation of the NPC policy and the default ego planner: car following behind the
+    nearest obstacle, and stops where the step's right-of-way decision holds the agent (``inp.right_of_way``,
+    taken by the Session's :class:`policies.right_of_way.RightOfWay`; without one, from a private service)."""
 
-    def __init__(self, params: IdmParams = IdmParams(), plans_everyone: bool = False) -> None:
+    def __init__(self, params: IdmParams = IdmParams()) -> None:
         self.params = params
-        self.plans_everyone = plans_everyone
-        """Plan every valid agent at once and answer each caller from that plan (set when the ego planner
-        and the NPC policy share this core: one computation per step instead of two)."""
-        self._last_plan: tuple[Agents, int, IdmPlan] | None = None
-        self._last_grant: tuple[Agents, int, set[int], set[int]] | None = None
-        self.conflicts = ConflictMap()
-        self._paths: dict[tuple[int, ...], PathProfile] = {}
-        self._paths_version = -1
-        self._memo_agents: Agents | None = None
-        self._memo: dict[tuple[int, tuple[int, ...]], tuple[float, float]] = {}
-        self._waited_s: dict[int, float] = {}
+        self.paths = RoutePaths(params)
+        self.right_of_way = RightOfWay(params)
+        """Decides when the input carries no decision (a policy driven without a Session)."""
 
     def reset(self) -> None:
-        self.conflicts = ConflictMap()
-        self._paths.clear()
-        self._memo_agents, self._memo = None, {}
-        self._waited_s = {}
-        self._last_plan = None
-        self._last_grant = None
+        self.paths.reset()
+        self.right_of_way.reset()
 
     def path(self, inp: PolicyInput, agent_id: int) -> RoutePath | None:
-        profile = self.profile(inp, agent_id)
-        return None if profile is None else profile.path
+        return self.paths.path(inp, agent_id)
 
     def profile(self, inp: PolicyInput, agent_id: int) -> PathProfile | None:
         """The agent's route path with its speed caps and first junction entry (cached per route)."""
-        return self.profiles(inp, [agent_id])[0]
+        return self.paths.profile(inp, agent_id)
 
     def profiles(self, inp: PolicyInput, agent_ids: Iterable[int]) -> list[PathProfile | None]:
         """``profile`` of each of ``agent_ids``."""
-        graph = inp.graph
-        if graph.version != self._paths_version:  # forget paths through lanes retired or changed since
-            self._paths = {k: pr for k, pr in self._paths.items() if all(graph.lanes.get(lane.id) is lane
-                                                                          for lane in pr.lanes)}
-            self._paths_version = graph.version
-        if len(self._paths) > 4096:
-            self._paths.clear()
-        out: list[PathProfile | None] = []
-        for agent_id in agent_ids:
-            route = tuple(inp.routes.get(agent_id, ()))
-            profile = self._paths.get(route)
-            if profile is None:
-                known = tuple(i for i in route if i in graph)
-                if known:
-                    profile = self._paths[route] = PathProfile.build(graph, known, self.params)
-            out.append(profile)
-        return out
+        return self.paths.profiles(inp, agent_ids)
+
+    def decision(self, inp: PolicyInput) -> RightOfWayDecision:
+        """The right of way of this step: the Session's, else this core's own."""
+        return inp.right_of_way if inp.right_of_way is not None else self.right_of_way.decide(inp)
 
     def plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
-        """IDM acceleration for ``slots`` (at least: find a slot's row with ``IdmPlan.row``) given every agent
-        in ``inp`` as a potential obstacle. A core that ``plans_everyone`` plans all valid agents once per
-        state, so the ego planner and the NPC policy sharing it cost one computation per step."""
-        if not self.plans_everyone:
-            return self._plan(inp, slots)
-        last = self._last_plan
-        if last is not None and last[0] is inp.agents and last[1] == inp.step:
-            return last[2]
-        plan = self._plan(inp, np.nonzero(inp.agents.valid)[0])
-        self._last_plan = (inp.agents, inp.step, plan)
-        return plan
+        """IDM acceleration for ``slots`` (find a slot's row with ``IdmPlan.row``) given every agent in
+        ``inp`` as a potential obstacle."""
+        return self._plan(inp, slots)
 
     def _plan(self, inp: PolicyInput, slots: np.ndarray) -> IdmPlan:
         p, a = self.params, inp.agents
@@ -206,13 +128,7 @@ class IdmCore:
         routed = np.array([pr is not None for pr in profiles], bool)
         rows = np.nonzero(routed)[0]
         uniform = UniformPathBatch.of([profiles[r].uniform for r in rows])
-        if self.plans_everyone:  # one plan per state: nothing to share between calls
-            s_now, lateral = np.zeros(n), np.zeros(n)
-            if len(rows):
-                within = np.fromiter((profiles[r].first_lane_m for r in rows), float, len(rows))
-                s_now[rows], lateral[rows] = uniform.project(a.xy[slots[rows]], within)
-        else:
-            s_now, lateral = self._positions(inp, slots, profiles)
+        s_now, lateral = self.paths.positions(inp, slots, profiles)
         # Sampled corridor ahead of each agent: (N, K, 2) points, arc lengths, speed caps.
         ahead_s = s_now[:, None] + np.arange(int(LOOKAHEAD_M / SAMPLE_M) + 1)[None] * SAMPLE_M
         ahead = np.repeat(a.xy[slots][:, None], ahead_s.shape[1], 1)
@@ -222,27 +138,12 @@ class IdmCore:
             ahead[rows], cap = uniform.at(ahead_s[rows])
             ahead_cap[rows] = np.where(ahead_s[rows] > uniform.length_m[:, None], np.inf, cap)
             stop_at[rows] = uniform.length_m  # the road is not known past here (yet)
-        requests: list[JunctionRequest] = []
-        entry_s: dict[int, float] = {}
+        held = self.decision(inp).held
         for row in rows:
-            profile, agent_id = profiles[row], int(a.id[slots[row]])
-            dist = profile.connector_s - s_now[row]
-            if profile.connector >= 0 and 0.0 <= dist <= p.junction_approach_m:
-                requests.append(self.junction_request(agent_id, profile.connector, dist, float(a.speed[slots[row]])))
-                entry_s[agent_id] = profile.connector_s
-        decided = self.decision(inp)
-        if decided is None:  # nobody decided this state's right of way yet: decide it for everyone
-            requests += self._other_requests(inp, slots)
-            requests, granted = self.grant(inp, requests)
-            held = set(entry_s) - granted
-        else:  # decided by whoever shares this core (requests from its own route positions): an agent it
-            # did not count as approaching is not held
-            requested, granted = decided
-            held = (set(entry_s) & requested) - granted
-        for row, slot in enumerate(slots):
-            agent_id = int(a.id[slot])
-            if agent_id in held:
-                stop_at[row] = min(stop_at[row], entry_s[agent_id] - 0.5 + a.length[slot] / 2.0)
+            lane = held.get(int(a.id[slots[row]]))
+            start = None if lane is None else profiles[row].lane_start_s.get(lane)
+            if start is not None and start >= s_now[row] - a.length[slots[row]] / 2.0:
+                stop_at[row] = min(stop_at[row], start - 0.5 + a.length[slots[row]] / 2.0)
         gap, lead_speed = np.full(n, np.inf), np.zeros(n)  # agents without a route stop anyway
         gap[rows], lead_speed[rows] = self._leaders(inp, slots[rows], ahead[rows], ahead_s[rows], s_now[rows])
         virtual_gap = stop_at - s_now - a.length[slots] / 2.0
@@ -256,124 +157,6 @@ class IdmCore:
         accel = idm_accel(v, v0, gap, lead_speed, p)
         paths = [None if pr is None else pr.path for pr in profiles]
         return IdmPlan(slots, accel, paths, s_now, lateral, routed, uniform, gap, lead_speed)
-
-    def junction_request(self, agent_id: int, connector: int, distance_m: float, speed_mps: float) -> JunctionRequest:
-        """A request to enter ``connector``, ``distance_m`` ahead of an agent driving at ``speed_mps``."""
-        return JunctionRequest(agent_id, connector, distance_m, self._committed(speed_mps, distance_m))
-
-    def grant(self, inp: PolicyInput, requests: list[JunctionRequest]) -> tuple[list[JunctionRequest], set[int]]:
-        """Right of way for this step's ``requests`` (every agent approaching a junction; call once per step,
-        it advances the waiting clocks): the requests that stand (those into a blocked exit are dropped
-        unless committed) and the ids of the agents granted their connector."""
-        requested = {r.agent_id for r in requests}
-        requests = self._exit_clear(inp, requests)
-        granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), requests,
-                                   self._waited_s)
-        self._update_waits(inp, requests, granted)
-        self._last_grant = (inp.agents, inp.step, requested, granted)
-        return requests, granted
-
-    def decision(self, inp: PolicyInput) -> tuple[set[int], set[int]] | None:
-        """(ids that requested a connector, ids granted one) of this step's :meth:`grant` for the state of
-        ``inp``, or None if it has not run for that state. A planner sharing this core with a policy that
-        granted every agent (the ΔSim junction stops) reads the decision instead of taking it again: one
-        decision per state, and the waiting clocks advance once per step."""
-        last = self._last_grant
-        if last is not None and last[0] is inp.agents and last[1] == inp.step:
-            return last[2], last[3]
-        return None
-
-    def _positions(self, inp: PolicyInput, slots: np.ndarray,
-                   profiles: list[PathProfile | None]) -> tuple[np.ndarray, np.ndarray]:
-        """Arc position and lateral offset (N,) m of each slot on its route path (0 without a route).
-
-        Memoised for the current agent state: the ego planner and the NPC policy plan from the same state
-        in one step, and each sees every other agent approaching a junction.
-        """
-        a = inp.agents
-        if self._memo_agents is not a:
-            self._memo_agents, self._memo = a, {}
-        s_now, lateral = np.zeros(len(slots)), np.zeros(len(slots))
-        missing = []
-        for row, (slot, profile) in enumerate(zip(slots, profiles, strict=True)):
-            if profile is None:
-                continue
-            known = self._memo.get((int(a.id[slot]), profile.path.lane_ids))
-            if known is None:
-                missing.append(row)
-            else:
-                s_now[row], lateral[row] = known
-        if missing:
-            batch = UniformPathBatch.of([profiles[r].uniform for r in missing])
-            within = np.fromiter((profiles[r].first_lane_m for r in missing), float, len(missing))
-            s_now[missing], lateral[missing] = batch.project(a.xy[slots[missing]], within)
-            for r in missing:
-                self._memo[(int(a.id[slots[r]]), profiles[r].path.lane_ids)] = (s_now[r], lateral[r])
-        return s_now, lateral
-
-    def _other_requests(self, inp: PolicyInput, slots: np.ndarray) -> list[JunctionRequest]:
-        """Everyone else approaching a junction competes too, so that the ego planner and the NPC policy
-        (separate calls) reach the same decision for the same state."""
-        a = inp.agents
-        planned = set(a.id[slots].tolist())
-        others = [slot for slot in np.nonzero(a.valid)[0] if int(a.id[slot]) not in planned]
-        profiles = self.profiles(inp, a.id[others].tolist())
-        keep = [k for k, pr in enumerate(profiles) if pr is not None and pr.connector >= 0]
-        if not keep:
-            return []
-        chosen = [profiles[k] for k in keep]
-        s_other, _ = self._positions(inp, np.array([others[k] for k in keep]), chosen)
-        out = []
-        for k, profile, s_k in zip(keep, chosen, s_other, strict=True):
-            dist = profile.connector_s - s_k
-            if 0.0 <= dist <= self.params.junction_approach_m:
-                out.append(self.junction_request(int(a.id[others[k]]), profile.connector, dist,
-                                                 float(a.speed[others[k]])))
-        return out
-
-    def _exit_clear(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
-        """Drop requests whose connector exit is blocked by a (nearly) standing agent in traffic: nobody enters a
-        junction it cannot leave, so crossing traffic is never blocked by a queue spilling into it
-        (committed agents enter anyway). Depends on the state only, so every core agrees."""
-        a = inp.agents
-        standing = a.valid & (a.speed < EXIT_BLOCKING_MPS)
-        standing[standing] = [bool(inp.routes.get(int(i))) for i in a.id[standing]]  # not parked cars
-        if not standing.any():
-            return requests
-        if not requests:
-            return requests
-        xy, ids = a.xy[standing], a.id[standing]
-        ends = np.array([inp.graph[req.connector].points[-1] for req in requests])
-        delta = xy[None] - ends[:, None]
-        near = (np.einsum("rak,rak->ra", delta, delta) < EXIT_CLEAR_M**2) & (
-            ids[None] != np.array([req.agent_id for req in requests])[:, None])
-        blocked = near.any(1)
-        return [req for req, b in zip(requests, blocked, strict=True) if req.committed or not b]
-
-    def _update_waits(self, inp: PolicyInput, requests: list[JunctionRequest], granted: set[int]) -> None:
-        """Time each agent has been held (standing, not granted) at its junction entry. Every core sees
-        every request each step, so the ego planner's and the NPC policy's clocks agree."""
-        a = inp.agents
-        standing = set(a.id[a.valid & (a.speed < 0.5)].tolist())
-        self._waited_s = {r.agent_id: self._waited_s.get(r.agent_id, 0.0) + inp.dt_s for r in requests
-                          if r.agent_id not in granted and r.agent_id in standing}
-
-    def _committed(self, speed: float, distance_m: float) -> bool:
-        """Whether an agent at ``speed`` can no longer stop within ``distance_m`` at the hard braking limit."""
-        return speed * speed / (2.0 * self.params.max_decel_mps2) > distance_m - 0.5
-
-    def _occupied_connectors(self, inp: PolicyInput) -> dict[int, int]:
-        """Connectors with a *moving* agent on them. A stopped agent does not hold its connector: if it
-        stands in someone's way, car following stops them behind it; if not, nobody needs to wait (this
-        prevents junction deadlocks)."""
-        occupied: dict[int, int] = {}
-        a = inp.agents
-        moving = {int(i) for i in a.id[a.valid & (a.speed > 0.3)]}
-        for agent_id, route in inp.routes.items():
-            if (agent_id in moving and route and route[0] in inp.graph
-                    and inp.graph[route[0]].lane_type == LaneType.CONNECTOR):
-                occupied[route[0]] = occupied.get(route[0], 0) + 1
-        return occupied
 
     def _leaders(self, inp: PolicyInput, slots: np.ndarray, ahead: np.ndarray, ahead_s: np.ndarray,
                  s_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

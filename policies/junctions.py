@@ -1,5 +1,10 @@
 """Right of way at intersections: which agents may enter which connector lanes this step.
 
+Traffic lights come first (:func:`signal_holds`): red holds every agent that can still stop before the stop
+point, yellow every agent that can stop comfortably (the others clear the junction). Among the agents a
+light lets go (or at junctions without lights) the rules below decide; a permissive green left (GO on a
+turning connector) yields to the other green movements.
+
 Two connectors conflict when their centrelines cross, pass within 3 m, or merge into the same lane. An agent about
 to enter a connector is granted it only if no agent occupies or has been granted a conflicting one.
 Requests are served in order: agents too close to stop (they enter anyway), then agents that waited
@@ -14,8 +19,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vectorworld.geometry import point_segment_distance
+from vectorworld.geometry import point_segment_distance, wrap_angle
 from vectorworld.scene import Lane, LaneGraph, LaneType
+from vectorworld.signals import SignalState, SignalView, is_red, is_yellow
+
+YELLOW_STOP_DECEL_MPS2 = 3.0
+"""On yellow an agent stops if that needs at most this deceleration (m/s^2); otherwise it goes through."""
+SIGNAL_LOOKAHEAD_M = 70.0
+"""Lights farther ahead than this (m) along the route are not looked at yet."""
+
+
+def signal_holds(states: np.ndarray, speed_mps: np.ndarray, front_m: np.ndarray,
+                 max_decel_mps2: float) -> np.ndarray:
+    """(N,) bool: whether agents at ``speed_mps`` (N,) whose front is ``front_m`` (N,) m before a stop point
+    with light ``states`` (N,) must stop there: on red if they still can at ``max_decel_mps2``, on yellow if
+    they can at :data:`YELLOW_STOP_DECEL_MPS2`."""
+    v = np.maximum(np.asarray(speed_mps, dtype=np.float64), 0.0)
+    need = v * v / (2.0 * np.maximum(np.asarray(front_m, dtype=np.float64) - 0.3, 0.05))
+    red, yellow = is_red(states), is_yellow(states)
+    return (red & (need <= max_decel_mps2)) | (yellow & (need <= YELLOW_STOP_DECEL_MPS2))
+
+
+def turns_left(lane: Lane) -> bool:
+    """Whether a connector turns left (its heading changes by more than 0.6 rad counter-clockwise)."""
+    return float(wrap_angle(lane.end_pose[1] - lane.start_pose[1])) > 0.6
+
+
+def yields_on_green(graph: LaneGraph, signals: SignalView, connector: int) -> bool:
+    """A permissive left: GO (not a protected arrow) on a left-turning connector."""
+    return signals.state(connector) == SignalState.GO and turns_left(graph[connector])
 
 
 def _segments_cross(a: np.ndarray, b: np.ndarray) -> bool:
@@ -90,6 +122,9 @@ class JunctionRequest:
     distance_m: float
     committed: bool = False
     """Too close to stop before the entry even with hard braking: it enters whatever is granted."""
+    yields: bool = False
+    """A permissive green left: served after the agents that do not yield (committed and patient agents
+    still go first)."""
 
 
 def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[int, int],
@@ -108,7 +143,8 @@ def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[in
 
     def priority(r: JunctionRequest) -> tuple:
         wait = waited.get(r.agent_id, 0.0)
-        return (not r.committed, wait < patience_s, -wait if wait >= patience_s else 0.0, r.distance_m, r.agent_id)
+        return (not r.committed, wait < patience_s, -wait if wait >= patience_s else 0.0, r.yields, r.distance_m,
+                r.agent_id)
 
     for req in sorted(requests, key=priority):
         if req.committed or not conflicts.any_conflict(graph, req.connector, taken):

@@ -23,8 +23,8 @@ Each step it
    (:data:`KEEP_BONUS`, :data:`KEEP_OFFSET_BONUS`: temporal consistency, so the ego does not flip between
    proposals of almost equal score).
 
-It subclasses the IDM route planner, so it shares the IDM core (junction right of way) with the NPC policy
-exactly as ``--planner idm`` does. :meth:`PdmPlanner.plan` needs only a :class:`PolicyInput`, so an external
+It subclasses the IDM route planner, so like ``--planner idm`` it stops where the step's right-of-way
+decision holds it (lights included). :meth:`PdmPlanner.plan` needs only a :class:`PolicyInput`, so an external
 planner can run it on a served session's observation (``tools/example_planner_client.py --planner pdm``).
 """
 

@@ -14,6 +14,7 @@ from enum import IntEnum
 import numpy as np
 
 from vectorworld import geometry
+from vectorworld.signals import LaneSignal
 
 TILE_SIZE_M = 64.0
 """Edge length of a tile (m). A new tile overlaps the known world by half its length."""
@@ -56,6 +57,8 @@ class Lane:
     left_neighbors: tuple[int, ...] = ()
     right_neighbors: tuple[int, ...] = ()
     tile_id: int = -1
+    signal: LaneSignal | None = field(default=None, compare=False)
+    """The traffic light over this lane (its stop point is the lane's first point), None if unsignalised."""
     arc_length: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

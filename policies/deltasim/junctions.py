@@ -1,18 +1,14 @@
-"""Junction stop tokens of DeltaSim: which agents the right-of-way rule holds before a junction this step.
+"""Junction stop tokens of DeltaSim: which agents the step's right of way holds, and where.
 
-The rule is the one IDM traffic and the IDM ego planner follow (:mod:`policies.junctions`, driven through
-:class:`policies.idm.IdmCore`): every agent within the approach distance of the first connector on its route
-requests it; committed agents, patient ones, then the closest are granted connectors that conflict with no
-occupied or granted one. An agent whose request is not granted must stop before the connector's entry.
+The decision is the Session's (:mod:`policies.right_of_way`, handed to every policy in
+``PolicyInput.right_of_way``), the one IDM traffic and the IDM ego planner obey: an agent held before a
+connector it was not granted, or before a signalised lane whose light is red or yellow, must stop at that
+lane's entry. Without a Session the stops take their own decision from a private service.
 
 DeltaSim sees such an entry as a *stop token* in the neighbour-token format (:mod:`policies.deltasim.observation`):
-a standing wall ``STOP_DEPTH_M`` deep across the first metre of the connector. The network learns from IDM
+a standing wall ``STOP_DEPTH_M`` deep across the first metre of the lane. The network learns from IDM
 traffic that stops there, and the collision penalty treats the wall as a standing obstacle, so a held agent
-is both asked and forced to wait. Using the same rule as IDM keeps ΔSim NPCs and the IDM ego planner in
-agreement about who goes first.
-
-Computed once per step for every agent at once; the waiting times the rule needs are kept between steps
-(:meth:`JunctionStops.reset` forgets them).
+is both asked and forced to wait.
 """
 
 from __future__ import annotations
@@ -23,7 +19,8 @@ import numpy as np
 
 from policies.base import PolicyInput
 from policies.deltasim.routes import RouteFix
-from policies.idm import IdmCore, IdmParams
+from policies.right_of_way import RightOfWay
+from policies.route_paths import RoutePaths
 
 STOP_DEPTH_M = 1.0
 """Depth (m, along the connector) of the stop wall; its back edge lies on the connector's entry."""
@@ -56,38 +53,24 @@ class HeldAgents:
 
 
 class JunctionStops:
-    """The IDM right-of-way rule as an observation: :meth:`update` once per step gives the held agents.
+    """The step's right-of-way decision as stop walls: :meth:`update` once per step gives the held agents."""
 
-    Requests are built as :class:`policies.idm.IdmCore` builds them (first connector on the route within
-    the approach distance, committed when the agent can no longer stop before it), from the route positions
-    DeltaSim computes anyway; the exit check, the occupied connectors and the waiting clocks are IdmCore's,
-    and the grants come from :meth:`policies.idm.IdmCore.grant` -- so they are exactly
-    those an IDM policy would compute for the same state.
-    """
-
-    def __init__(self, core: IdmCore | None = None) -> None:
-        self.core = core if core is not None else IdmCore(IdmParams())
+    def __init__(self, paths: RoutePaths | None = None) -> None:
+        self.service = RightOfWay(paths=paths)
+        """Decides when the input carries no decision (DeltaSim driven without a Session)."""
 
     def reset(self) -> None:
-        """Forget waiting times and cached paths (a new episode)."""
-        self.core.reset()
+        """Forget waiting times (a new episode)."""
+        self.service.reset()
 
     def update(self, inp: PolicyInput, slots: np.ndarray, fix: RouteFix) -> HeldAgents:
-        """Requests of the agents ``slots`` (S,) -- every valid agent on a route, the ego included, as IDM
-        counts them -- at their route positions ``fix`` (:class:`policies.deltasim.routes.RouteFix`), the
-        grants, and the stop walls of the agents not granted."""
-        core, a = self.core, inp.agents
-        requests = []
-        ahead = fix.connector_m
-        for k in np.nonzero((ahead >= 0.0) & (ahead <= core.params.junction_approach_m))[0].tolist():
-            profile, slot = fix.profiles[k], int(slots[k])
-            if profile is not None and profile.connector >= 0:
-                requests.append(core.junction_request(int(a.id[slot]), profile.connector, float(ahead[k]),
-                                                      float(a.speed[slot])))
-        _, granted = core.grant(inp, requests)
-        # Every request not granted is held -- those the exit check dropped (their exit is blocked) too, as
-        # IDM holds them: an agent whose exit is blocked waits before the junction, not inside it.
-        held = sorted((r.agent_id, r.connector) for r in requests if r.agent_id not in granted)
+        """The stop walls of the agents among ``slots`` (S,) that the decision holds (``fix``, their route
+        positions, is not needed by the decision but kept for callers that computed it)."""
+        decision = inp.right_of_way if inp.right_of_way is not None else self.service.decide(inp)
+        if not decision.held:
+            return HeldAgents.none()
+        ids = inp.agents.id[np.asarray(slots, dtype=np.int64)].tolist()
+        held = sorted((i, decision.held[i]) for i in ids if i in decision.held and decision.held[i] in inp.graph)
         if not held:
             return HeldAgents.none()
         starts = np.array([inp.graph[c].points[:2] for _, c in held])            # (H, 2, 2)

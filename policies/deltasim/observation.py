@@ -31,7 +31,7 @@ from policies.base import PolicyInput
 from policies.deltasim.junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
 from policies.deltasim.lane_chunks import ChunkTables, LaneChunkCache, PackedLanes
 from policies.deltasim.routes import RouteTargets
-from policies.idm import IdmCore
+from policies.route_paths import RoutePaths
 from vectorworld import geometry
 from vectorworld.scene import AgentType
 
@@ -194,13 +194,11 @@ def stop_tokens(held: HeldAgents, ids: np.ndarray, xy: np.ndarray, yaw: np.ndarr
 class ObservationBuilder:
     """Builds :class:`Observation` batches; keeps the lane-chunk cache between steps."""
 
-    def __init__(self, config: ObservationConfig = ObservationConfig(), core: IdmCore | None = None) -> None:
-        """``core``: the IDM core whose route paths and junction rule to use (default: a new one with default
-        parameters; an IDM ego planner's core can be passed to share both with it)."""
+    def __init__(self, config: ObservationConfig = ObservationConfig()) -> None:
         self.config = config
         self.lanes = LaneChunkCache(config.chunk_length_m, config.chunk_points)
         # route paths (cached per route), shared by the route targets and junction stops
-        self.routes = core if core is not None else IdmCore()
+        self.routes = RoutePaths()
         self.targets = RouteTargets(self.routes)
         self.junctions = JunctionStops(self.routes)
         self._tables: ChunkTables | None = None
@@ -210,6 +208,7 @@ class ObservationBuilder:
         the graph anyway."""
         self.routes.reset()
         self.targets.reset()
+        self.junctions.reset()
 
     def tables(self, packed: PackedLanes) -> ChunkTables:
         """The lookup tables of ``packed`` (built once per packing)."""
@@ -218,7 +217,8 @@ class ObservationBuilder:
         return self._tables
 
     def skip(self, inp: PolicyInput) -> None:
-        """Advance the per-step state (junction waiting clocks) for a step that is not observed."""
+        """Advance the per-step state (junction waiting clocks, when no Session decides) for a step that is
+        not observed."""
         if self.config.junction_stops:
             everyone = self.routed_slots(inp, np.zeros(0, np.int64))
             self.junctions.update(inp, everyone, self.targets(inp, everyone))

@@ -47,7 +47,6 @@ from policies.deltasim.net import observation_tensors
 from policies.deltasim.observation import Observation, ObservationBuilder, policy_slots
 from policies.deltasim.route_shaping import RouteShapingConfig
 from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
-from policies.idm import IdmCore, IdmParams
 from vectorworld.errors import ConfigError
 
 _Scorer = DeltaSimScorer | torch.jit.ScriptModule
@@ -134,7 +133,6 @@ class DeltaSimPolicy(Policy):
         self.config = config
         self._ckpt = checkpoint
         self._builder: ObservationBuilder | None = None
-        self._idm_core: IdmCore | None = None
         self._paths: torch.Tensor | None = None
         self._prims: torch.Tensor | None = None
         self._scoring: tuple[DeltaSimInference, _Scorer] | None = None
@@ -153,7 +151,7 @@ class DeltaSimPolicy(Policy):
     def _setup(self) -> tuple[ObservationBuilder, torch.Tensor, torch.Tensor]:
         ckpt = self.checkpoint
         if self._builder is None or self._paths is None or self._prims is None:
-            self._builder = ObservationBuilder(ckpt.observation, self._idm_core)
+            self._builder = ObservationBuilder(ckpt.observation)
             prims = ckpt.vocabulary.primitives
             self._prims = torch.from_numpy(prims.astype(np.float32))
             self._paths = torch.from_numpy(
@@ -183,16 +181,6 @@ class DeltaSimPolicy(Policy):
             self._scoring = (fast, trace_scorer(scorer, inputs) if cfg.trace else scorer)
             self._scoring_version = version
         return self._scoring
-
-    def adopt_idm_core(self, core: IdmCore) -> bool:
-        """Take route paths and the junction right of way from ``core`` (an IDM ego planner's), if it has the
-        default parameters the observation was trained with: the planner then reads this policy's junction
-        decision instead of taking its own (:meth:`policies.idm.IdmCore.decision`), the same decision as
-        before for half the work. See :func:`policies.ego.share_idm_core`."""
-        if core.params != IdmParams():
-            return False
-        self._idm_core, self._builder = core, None
-        return True
 
     def reset(self) -> None:
         self.last_step = None

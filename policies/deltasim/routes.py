@@ -1,7 +1,7 @@
 """Route targets of DeltaSim: points at fixed distances along each agent's route path, in its own frame.
 
 For each agent with a route, its route lanes are joined into one path (cached per route by
-:class:`policies.idm.IdmCore`, which the junction stops share), the agent is projected onto it, and the path
+:class:`policies.route_paths.RoutePaths`, which the junction stops share), the agent is projected onto it, and the path
 points ``d`` metres further along (d in ROUTE_AHEAD_M) are the targets: a direct lane-keeping and turning
 cue (through a 90-degree junction turn the targets at 10-30 m lie to the side, not ahead). With each target
 comes the lowest speed cap of the path since the previous target (the lane speed limit, and the curve
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.base import PolicyInput
-from policies.idm import IdmCore, PathProfile
+from policies.route_paths import PathProfile, RoutePaths
 
 ROUTE_AHEAD_M = (0.0, 3.0, 6.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0)
 """Distances (m) along the route from the agent's projection onto it."""
@@ -51,7 +51,7 @@ class RouteFix:
 class RouteTargets:
     """Computes route targets for batches of agents; caches each route's path prefix."""
 
-    def __init__(self, core: IdmCore, distances: tuple[float, ...] = ROUTE_AHEAD_M) -> None:
+    def __init__(self, core: RoutePaths, distances: tuple[float, ...] = ROUTE_AHEAD_M) -> None:
         self.core = core
         self.distances = np.asarray(distances, dtype=np.float64)
         self._prefixes: dict[tuple[int, ...], tuple[PathProfile, tuple[np.ndarray, np.ndarray, np.ndarray, int]]] = {}

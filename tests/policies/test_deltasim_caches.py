@@ -11,7 +11,7 @@ from policies.base import PolicyInput
 from policies.deltasim.observation import Observation, ObservationBuilder
 from policies.deltasim.routes import PATCH_ROWS, RouteFix, RouteTargets
 from policies.deltasim.scenes import synthetic_input
-from policies.idm import IdmCore
+from policies.route_paths import RoutePaths
 from vectorworld.scene import Lane, LaneType
 
 
@@ -31,14 +31,14 @@ def test_route_rows_follow_changed_routes() -> None:
     call, while routes lose their first lane (a few, then many), change lanes or first lanes, grow past the
     rows' width and disappear."""
     inp = synthetic_input(14, np.random.default_rng(4), num_lanes=3, segments=6)
-    kept = RouteTargets(IdmCore())
+    kept = RouteTargets(RoutePaths())
     routes = dict(inp.routes)
     ids = sorted(routes)
 
     def check() -> None:
         state = dataclasses.replace(inp, routes=dict(routes))
         slots = _routed_slots(state)
-        _same_fix(kept(state, slots), RouteTargets(IdmCore())(state, slots))
+        _same_fix(kept(state, slots), RouteTargets(RoutePaths())(state, slots))
 
     def densify(agent_id: int) -> None:
         """Replace the agent's first route lane by a copy with twice the points."""

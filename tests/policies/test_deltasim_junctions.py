@@ -15,7 +15,8 @@ from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
 from policies.deltasim.observation import ObservationBuilder, ObservationConfig, policy_slots
 from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy
 from policies.deltasim.scenes import synthetic_input
-from policies.idm import IdmCore, IdmPolicy
+from policies.idm import IdmPolicy
+from policies.right_of_way import RightOfWay
 from vectorworld.scene import Agents, LaneGraph
 from vectorworld.vehicle.dynamics import apply_deltas
 
@@ -54,12 +55,10 @@ def _held(inp: PolicyInput) -> HeldAgents:
     return JunctionStops(builder.routes).update(inp, everyone, builder.targets(inp, everyone))
 
 
-def _held_by_idm(core: IdmCore, inp: PolicyInput) -> set[int]:
-    """Reference: the agents IDM's own bookkeeping would hold (requests of everyone, as IdmCore.plan: every
-    requester not granted, those whose request the exit check dropped included)."""
-    requests = core._other_requests(inp, np.zeros(0, np.int64))
-    _, granted = core.grant(inp, requests)
-    return {r.agent_id for r in requests} - granted
+def _held_by_idm(service: RightOfWay, inp: PolicyInput) -> set[int]:
+    """Reference: the agents the right-of-way service holds for this state (IDM obeys the same decision),
+    taken without the decision the input may carry."""
+    return set(service.decide(dataclasses.replace(inp, right_of_way=None)).held)
 
 
 def test_an_agent_whose_exit_is_blocked_is_held(crossing_connectors: LaneGraph) -> None:
@@ -74,7 +73,7 @@ def test_an_agent_whose_exit_is_blocked_is_held(crossing_connectors: LaneGraph) 
     routes = {0: [1, 2], 1: [3], 2: [2]}
     inp = PolicyInput(blocked, np.array([True, False, False]), crossing_connectors, routes, ego_slot=2, step=0)
     assert _held(inp).ids.tolist() == [0]
-    assert _held_by_idm(IdmCore(), inp) == {0}
+    assert _held_by_idm(RightOfWay(), inp) == {0}
     free = PolicyInput(_agents(-15.0, 8.0, 0.0), np.array([True, False, False]), crossing_connectors, routes,
                        ego_slot=2, step=0)
     assert _held(free).ids.size == 0
@@ -153,9 +152,10 @@ def test_stop_tokens_hold_exactly_the_agents_idm_holds_in_session_traffic() -> N
     session = Session(SessionConfig(seed=1, target_km=100.0, terminate_on_collision=False, max_steps=150),
                       npc_policy=IdmPolicy())
     session.reset()
-    builder, reference, held_steps = ObservationBuilder(), IdmCore(), 0
+    builder, reference, held_steps = ObservationBuilder(), RightOfWay(), 0
     while not session.done:
         inp = session.policy_input(session.agents.valid & (np.arange(session.agents.capacity) != session.ego_slot))
+        inp = dataclasses.replace(inp, right_of_way=None)  # the builder decides with its own service
         obs = builder(inp, policy_slots(inp))
         expected = _held_by_idm(reference, inp)
         observed = set(inp.agents.id[obs.slots[obs.stop_mask]].tolist())
@@ -180,43 +180,3 @@ def test_a_network_that_wants_to_brake_harder_than_feasible_brakes_as_hard_as_fe
     raw = DeltaSimPolicy(DeltaSimConfig(temperature=1.0, kinematic_shaping=False), checkpoint=ckpt).act(
         _input(agents, crossing_connectors), np.random.default_rng(0))
     assert raw[0, 0] < braking_floor(np.array([10.0]))[0] - 0.5
-
-
-def test_ego_planner_reads_the_junction_decision_of_deltasim(monkeypatch) -> None:
-    """With ΔSim NPCs and the IDM ego planner (one shared core), the right of way is decided once per step, and
-    the ego's trajectory is the one it would plan deciding alone."""
-    from policies.ego import IdmRoutePlanner
-    from vectorworld.sim.config import SessionConfig
-    from vectorworld.sim.session import Session
-
-    calls: list[tuple[int, int]] = []
-    grant = IdmCore.grant
-
-    def counting(self: IdmCore, inp: PolicyInput, requests: list) -> tuple:
-        calls.append((id(self), inp.step))
-        return grant(self, inp, requests)
-
-    monkeypatch.setattr(IdmCore, "grant", counting)
-    from vectorworld.generation.procedural.generator import ProceduralConfig, ProceduralGenerator
-
-    session = Session(SessionConfig(seed=0, target_km=0.2, npc_policy="deltasim"))
-    # The organic layout: in the city, on ~2 of 60 steps at a lane border the shared core's route path (ΔSim's
-    # cache) starts one lane earlier than a fresh core's, and the two plans differ (left to the right-of-way
-    # service of issue 18, which replaces the sharing).
-    session.generator = ProceduralGenerator(ProceduralConfig(layout="organic"))
-    session.reset()
-    assert session.npc_policy._idm_core is session.planner.core
-    alone = IdmRoutePlanner()
-    seen: list[PolicyInput] = []  # the input the session's planner was given (after this step's spawns)
-    planned = session.planner.plan
-    monkeypatch.setattr(session.planner, "plan", lambda inp: seen.append(inp) or planned(inp))
-    for _ in range(40):
-        session.advance()
-        inp = seen[-1]
-        # A planner with its own core decides the same state from scratch (its clocks: fresh, like the
-        # shared core's at this point only while nobody has waited yet).
-        if not session.planner.core._waited_s:
-            assert np.allclose(alone.plan(inp).poses, session.ego_plan)
-    shared = [step for core, step in calls if core == id(session.planner.core)]
-    assert shared == list(range(40))  # once per step, on the shared core
-    assert any(core != id(session.planner.core) for core, _ in calls)  # the comparison planner did run

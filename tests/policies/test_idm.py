@@ -146,22 +146,3 @@ def test_does_not_enter_a_junction_whose_exit_is_blocked_by_traffic():
                                        np.where(controlled, yaw, agents.yaw),
                                        np.where(controlled, speed, agents.speed))
         assert (agents.xy[0, 0] > 101.0) == enters, (routed, agents.xy[0, 0])
-
-
-def test_a_shared_core_drives_exactly_like_separate_cores():
-    """The IDM ego planner and IDM NPCs share one core (one planning pass per step); it must reach the
-    same decisions as two cores, including the junction wait clocks that both update every step."""
-    from policies.idm import IdmCore
-    from vectorworld.sim.config import SessionConfig
-    from vectorworld.sim.session import Session
-
-    config = SessionConfig(seed=3, target_km=1.0, npc_policy="idm")
-    shared, separate = Session(config), Session(config)
-    assert shared.planner.core is shared.npc_policy.core and shared.planner.core.plans_everyone
-    separate.planner.core, separate.npc_policy.core = IdmCore(), IdmCore()
-    shared.reset(), separate.reset()
-    for _ in range(150):
-        shared.advance(), separate.advance()
-        assert np.array_equal(shared.agents.id, separate.agents.id)
-        np.testing.assert_allclose(shared.agents.xy, separate.agents.xy, atol=1e-9)
-    assert shared.planner.core._waited_s == separate.planner.core._waited_s

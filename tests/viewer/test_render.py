@@ -112,3 +112,20 @@ def test_full_hud_render_and_png(store, tmp_path):
     assert img.get_size() == SIZE
     assert count_color(img, style.WARNING) > 50  # warning text + help keys
     assert count_color(img, style.LANE_EDGE_NEIGHBOR) > 0  # neighbour edge between lanes 1 and 2
+
+
+def test_stop_lines_are_drawn_across_their_lane_in_the_colour_of_the_light(store):
+    import dataclasses
+
+    from vectorworld.signals import SignalState, SignalView
+
+    lights = SignalView(np.array([1, 2], np.int64), np.array([SignalState.STOP, SignalState.GO], np.int8),
+                        np.array([[5.0, 0.0], [5.0, 4.0]]), np.zeros(2), np.array([3.5, 3.5]))
+    frames = [dataclasses.replace(f, signals=lights) for f in store.frames[:12]]
+    lit = FrameStore(frames)
+    cam = fixed_camera()
+    surf = render_to_surface(lit, 10, SIZE, options=PLAIN, camera=cam)
+    assert pixel(surf, cam, (5.0, -1.2)) == style.SIGNAL_COLORS[SignalState.STOP]   # across lane 1
+    assert pixel(surf, cam, (5.0, 5.2)) == style.SIGNAL_COLORS[SignalState.GO]      # across lane 2
+    off = render_to_surface(lit, 10, SIZE, options=dataclasses.replace(PLAIN, signals=False), camera=cam)
+    assert pixel(off, cam, (5.0, -1.2)) != style.SIGNAL_COLORS[SignalState.STOP]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
 import numpy as np
@@ -22,25 +21,12 @@ import shapely
 
 from vectorworld import geometry
 from vectorworld.scene import HISTORY_STEPS, Agents, AgentType, LaneGraph
+from vectorworld.signals import SignalState
 
 DEFAULT_LANE_WIDTH_M = 3.7
 """Lane width (m) readers use when the source gives none and no estimate is possible."""
 DEFAULT_SPEED_LIMIT_MPS = 13.9
 """Speed limit (m/s, 50 km/h) readers use when the source gives none."""
-
-
-class SignalState(IntEnum):
-    """Traffic-signal state of a controlled lane (WOMD numbering)."""
-
-    UNKNOWN = 0
-    ARROW_STOP = 1
-    ARROW_CAUTION = 2
-    ARROW_GO = 3
-    STOP = 4
-    CAUTION = 5
-    GO = 6
-    FLASHING_STOP = 7
-    FLASHING_CAUTION = 8
 
 
 @dataclass(frozen=True, eq=False)

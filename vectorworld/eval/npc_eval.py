@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,8 @@ from policies.deltasim.feasibility import realised_infeasible
 from policies.deltasim.kdisks import body_delta
 from policies.deltasim.observation import ObservationBuilder
 from policies.deltasim.scenes import drive, synthetic_input
-from vectorworld.scene import AgentType
+from vectorworld.scene import AgentType, LaneGraph
+from vectorworld.signals import SignalBoard
 from vectorworld.sim.metrics import MetricTracker
 from vectorworld.world.drivable import DrivableGrid
 from vectorworld.world.routes import RouteBook
@@ -268,6 +270,20 @@ def _log_routes(graph, agents, rng: np.random.Generator) -> dict[int, list[int]]
     return book.routes
 
 
+def _with_lights(scenario, start_step: int) -> LaneGraph:  # noqa: ANN001 - Scenario
+    """The scenario's lane graph with its logged traffic lights on the controlled lanes (replayed from
+    ``start_step``, as a Session started from the log shows them)."""
+    from vectorworld.data.signal_replay import replay_signals
+
+    lights = replay_signals(scenario.signals, scenario.map.lanes, start_step)
+    if not lights:
+        return scenario.map.lanes
+    graph = LaneGraph()
+    graph.add([dataclasses.replace(lane, signal=lights[lane.id]) if lane.id in lights else lane
+               for lane in scenario.map.lanes.lanes.values()])
+    return graph
+
+
 def evaluate_womd(path: Path, policies: Sequence[str] = DEFAULT_POLICIES, horizon_steps: int = 80,
                   seed: int = 0, factory: Callable[[str], Policy] = make_policy) -> dict:
     """Held-out evaluation on a real WOMD scenario (see module docstring)."""
@@ -275,8 +291,9 @@ def evaluate_womd(path: Path, policies: Sequence[str] = DEFAULT_POLICIES, horizo
     from vectorworld.vehicle.dynamics import apply_deltas
 
     scenario = read_womd(path)
-    graph = scenario.map.lanes
     t0 = scenario.current_index
+    graph = _with_lights(scenario, t0)
+    board = SignalBoard()
     horizon = min(horizon_steps, scenario.num_steps - 1 - t0)
     out: dict = {"scenario": scenario.scenario_id, "start_step": t0, "horizon_steps": horizon, "rollout": {}}
     tr = scenario.tracks
@@ -294,7 +311,7 @@ def evaluate_womd(path: Path, policies: Sequence[str] = DEFAULT_POLICIES, horizo
         bad, vehicle_steps = 0, 0
         for k in range(horizon):
             inp = PolicyInput(agents=agents, controlled=controlled, graph=graph, routes=routes, ego_slot=0,
-                              step=k)
+                              step=k, signals=board.view(graph, k * 0.1))
             deltas = policy.act(inp, rng)
             xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, inp.dt_s)
             # The SDC (and agents this policy does not control) replay the log.

@@ -3,8 +3,9 @@
     driving_score = route_completion * prod(penalty_i ** count_i)
 
 Penalties are the CARLA leaderboard's (leaderboard.carla.org/#driving-score): collision with a pedestrian
-0.5, with a vehicle 0.6, with a static object 0.65; red light 0.7 and stop sign 0.8 need traffic signals,
-which VectorWorld does not simulate yet (never counted); agent blocked (the ego stands still for 180 s)
+0.5, with a vehicle 0.6, with a static object 0.65; red light 0.7 (the ego's front crosses the stop line of
+a lane showing red, :mod:`vectorworld.sim.red_lights`); stop sign 0.8 (never counted: there are no stop signs
+to obey yet); agent blocked (the ego stands still for 180 s)
 0.7; route timeout (the step limit ends the episode before the goal) 0.7. Off-road driving is not a
 multiplier, as in CARLA: the distance driven off the drivable area does not count towards route completion.
 Cyclists count as vehicles (CARLA models bicycles as vehicles).

@@ -144,6 +144,12 @@ class EpisodeScorer:
             kinds.append(event["kind"])
         return tuple(reversed(kinds))
 
+    def red_light(self, step: int, lane_id: int) -> None:
+        """The ego entered signalised lane ``lane_id`` on red in ``step`` (detected by the Session): a CARLA
+        ``red_light`` infraction and a ``red_light`` event."""
+        self._carla["red_light"] = self._carla.get("red_light", 0) + 1
+        self._event(step, "red_light", f"entered lane {lane_id} on red")
+
     def _event(self, step: int, kind: str, detail: str) -> None:
         self.events.append({"step": int(step), "kind": kind, "detail": detail})
 

@@ -44,6 +44,8 @@ class StepMetrics:
     score_events: tuple[str, ...] = ()
     """Kinds of the planner-score infractions that started in this step (vectorworld.scoring)."""
     ego_stopped: bool = False
+    ego_red_light: bool = False
+    """The ego entered a signalised lane on red in this step (:mod:`vectorworld.sim.red_lights`)."""
 
 
 @dataclass
@@ -60,6 +62,7 @@ class EpisodeMetrics:
     npc_vehicle_steps: int = 0
     comfortable_steps: int = 0
     ego_stopped_steps: int = 0
+    red_light_infractions: int = 0
     tile_ms: list[float] = field(default_factory=list)
     npc_policy_ms: list[float] = field(default_factory=list)
 
@@ -74,6 +77,7 @@ class EpisodeMetrics:
         self.npc_vehicle_steps += m.npc_vehicle_steps
         self.comfortable_steps += int(m.ego_comfortable)
         self.ego_stopped_steps += int(m.ego_stopped)
+        self.red_light_infractions += int(m.ego_red_light)
 
     def summary(self) -> dict[str, float | int]:
         km = self.distance_m / 1000.0
@@ -89,6 +93,7 @@ class EpisodeMetrics:
             "kinematic_infeasibility_rate": self.npc_infeasible_steps / max(self.npc_vehicle_steps, 1),
             "ego_comfort_rate": self.comfortable_steps / max(self.steps, 1),
             "ego_stopped_rate": self.ego_stopped_steps / max(self.steps, 1),
+            "red_light_infractions": self.red_light_infractions,
             "tile_ms_p50": float(np.percentile(tile, 50)),
             "tile_ms_p95": float(np.percentile(tile, 95)),
             "npc_policy_ms": float(np.mean(self.npc_policy_ms)) if self.npc_policy_ms else 0.0,

@@ -5,12 +5,13 @@ Everything is in the global world frame, SI units. Agents are given as arrays (s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
 
 from vectorworld.scene import Agents, Lane, Tile
+from vectorworld.signals import SignalView
 from vectorworld.sim.metrics import StepMetrics
 
 
@@ -31,7 +32,8 @@ class Observation:
 
     ego_slot: slot of the ego in ``agents``; agents: the ego and every agent within the observation
     radius (slots compacted, all valid); lanes: lanes with a point within the radius; route: the ego's
-    route lanes and their centreline (P, 2); step_metrics: what happened in the step that led here.
+    route lanes and their centreline (P, 2); step_metrics: what happened in the step that led here;
+    signals: the traffic lights over the lanes in view.
     """
 
     step: int
@@ -46,6 +48,7 @@ class Observation:
     truncated: bool
     end_reason: EndReason
     km: float
+    signals: SignalView = field(default_factory=SignalView.empty)
 
     @property
     def done(self) -> bool:
@@ -58,7 +61,8 @@ class Frame:
 
     new_tiles: tiles generated in this step, with their lanes in ``new_lanes``; removed_lane_ids: lanes
     retired this step; ego_plan: (T, 3) the ego's commanded trajectory (empty if none);
-    policy_of: (C,) int8 per slot, 0 ego, 1 NPC policy, 2 log replay.
+    policy_of: (C,) int8 per slot, 0 ego, 1 NPC policy, 2 log replay; signals: every traffic light of the
+    known world at this step.
     """
 
     step: int
@@ -75,3 +79,4 @@ class Frame:
     tile_ms: float
     npc_policy_ms: float
     end_reason: EndReason
+    signals: SignalView = field(default_factory=SignalView.empty)

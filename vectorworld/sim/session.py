@@ -12,17 +12,22 @@ import time
 import numpy as np
 
 from policies.base import Policy, PolicyInput, make_policy
-from policies.ego import EgoPlanner, load_planner, reset_planner, share_idm_core
+from policies.ego import EgoPlanner, load_planner, reset_planner
+from policies.right_of_way import RightOfWay
 from vectorworld import DT_S, geometry
+from vectorworld.data.signal_replay import replay_signals
 from vectorworld.errors import ConfigError, EpisodeFinishedError, StepMismatchError
 from vectorworld.generation import make_generator
 from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
 from vectorworld.scoring import EpisodeScorer
+from vectorworld.signals import SignalBoard, SignalView, is_red, is_yellow
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
 from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
+from vectorworld.sim.red_lights import red_light_entry
 from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
+from vectorworld.sim.stuck_causes import stuck_cause
 from vectorworld.vehicle.commands import (
     ControlCommand,
     EgoCommand,
@@ -55,7 +60,6 @@ class Session:
         self.log_replay = config.npc_policy == "log-replay"
         self.npc_policy = npc_policy or (None if self.log_replay else make_policy(config.npc_policy))
         self.planner = planner or load_planner(config.planner)
-        share_idm_core(self.planner, self.npc_policy)
         self.scenario = None
         if config.scenario is not None:
             from vectorworld.data.sources import load_scenario
@@ -63,6 +67,8 @@ class Session:
             self.scenario = load_scenario(config.scenario, nuplan_maps_dir=config.nuplan_maps_dir)
         self.driver: PolicyDriver | LogReplayDriver = (LogReplayDriver(self.scenario) if self.log_replay
                                                        else PolicyDriver(self.npc_policy))
+        self.right_of_way = RightOfWay()
+        """The per-step right-of-way service: one decision per step for every policy and planner."""
         self._reset_state()
 
     # ----------------------------------------------------------------- lifecycle
@@ -74,6 +80,8 @@ class Session:
         self.agents = Agents.empty(self.config.agent_capacity)
         self.routes = RouteBook()
         self.spawns = SpawnBook()
+        self.signal_board = SignalBoard()
+        self.right_of_way.reset()
         self.metrics = EpisodeMetrics()
         self.tracker = MetricTracker(self.config.agent_capacity, DT_S)
         self.scorer = EpisodeScorer(DT_S)
@@ -92,6 +100,7 @@ class Session:
         self._stopped_s = np.zeros(self.config.agent_capacity)
         self._stuck_at = np.zeros((self.config.agent_capacity, 2))
         self.stuck_removed = 0
+        self.stuck_causes: dict[str, int] = {}
         self.closed = False
 
     def reset(self) -> Observation:
@@ -116,7 +125,9 @@ class Session:
         sc = self.scenario
         if sc.sdc_index < 0:
             raise ConfigError(f"scenario {sc.scenario_id} has no ego (SDC) track to drive")
-        self.world.add_known_map(list(sc.map.lanes.lanes.values()))
+        lights = replay_signals(sc.signals, sc.map.lanes, sc.current_index, DT_S)
+        self.world.add_known_map([dataclasses.replace(lane, signal=lights[lane.id]) if lane.id in lights else lane
+                                  for lane in sc.map.lanes.lanes.values()])
         self._pending_lanes.extend(self.world.graph.lanes.values())  # recordings carry the real map
         capacity = max(self.config.agent_capacity, sc.tracks.num_tracks + 32)
         self.agents = sc.agents_at(capacity=capacity)
@@ -193,6 +204,13 @@ class Session:
         self.step_index += 1
         step_metrics = self.tracker.step(before, self.agents, self.ego_slot, before.valid & self.agents.valid,
                                          self.world.drivable)
+        e = self.ego_slot
+        red = red_light_entry(before.xy[e], float(before.yaw[e]), self.agents.xy[e], float(self.agents.yaw[e]),
+                              float(self.agents.length[e]), inp.signals, self.world.graph,
+                              self.routes.get(self.ego_id))
+        if red is not None:
+            step_metrics = dataclasses.replace(step_metrics, ego_red_light=True)
+            self.scorer.red_light(self.step_index, red)
         self.metrics.add(step_metrics)
         routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
         self.scorer.step(self.step_index, self.agents, self.ego_slot, self.world.graph,
@@ -314,16 +332,50 @@ class Session:
     def _stuck(self) -> np.ndarray:
         """(C,) NPCs in traffic (on a route; parked cars never count) that have not made
         ``STUCK_PROGRESS_M`` of progress (crawling in a jam counts) for ``STUCK_TIMEOUT_S``: they are
-        removed (as SUMO teleports jammed vehicles), so a local jam never blocks an episode forever."""
+        removed (as SUMO teleports jammed vehicles), so a local jam never blocks an episode forever. Time spent
+        waiting at a red or yellow light does not count."""
         a = self.agents
         routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
         in_traffic = np.isin(a.id, routed) & a.valid  # not parked cars
         progressed = (np.linalg.norm(a.xy - self._stuck_at, axis=-1) > STUCK_PROGRESS_M) | ~in_traffic
         self._stuck_at = np.where(progressed[:, None], a.xy, self._stuck_at)
-        self._stopped_s = np.where(progressed, 0.0, self._stopped_s + DT_S)
+        # The clock pauses (not resets) while an agent waits for a light: a car that does not move on green
+        # still leaves after STUCK_TIMEOUT_S of green time.
+        self._stopped_s = np.where(progressed, 0.0, self._stopped_s + np.where(self._waiting_for_light(), 0.0, DT_S))
         stuck = self._stopped_s > STUCK_TIMEOUT_S
         self.stuck_removed += int((stuck & self.agents.valid).sum() - stuck[self.ego_slot])
+        self._count_causes(stuck & self.agents.valid)
         return stuck
+
+    def _count_causes(self, stuck: np.ndarray) -> None:
+        """Add each stuck NPC's cause (:mod:`vectorworld.sim.stuck_causes`) to ``stuck_causes``."""
+        if not stuck.any():
+            return
+        decision = self.right_of_way.last
+        held = dict(decision.held) if decision is not None else {}
+        by_light = decision.by_light if decision is not None else frozenset()
+        for slot in np.nonzero(stuck)[0].tolist():
+            if slot == self.ego_slot:
+                continue
+            cause = stuck_cause(self.agents, slot, self.routes.get(int(self.agents.id[slot])), self.world.graph,
+                                held, by_light)
+            self.stuck_causes[cause] = self.stuck_causes.get(cause, 0) + 1
+
+    def _waiting_for_light(self) -> np.ndarray:
+        """(C,) agents queued at a red or yellow light: one of the next two lanes of their route is signalised
+        and not green. Waiting for a light is no jam: their stuck clock does not run."""
+        out = np.zeros(self.agents.capacity, bool)
+        view = self.signals()
+        if not len(view):
+            return out
+        stopped = {int(i) for i, st in zip(view.lane_ids, view.rule_states, strict=True)
+                   if is_red(st) or is_yellow(st)}
+        if not stopped:
+            return out
+        for slot in np.nonzero(self.agents.valid)[0]:
+            route = self.routes.get(int(self.agents.id[slot]))
+            out[slot] = any(lane in stopped for lane in route[1:3])
+        return out
 
     def _at_world_edge(self) -> np.ndarray:
         """(C,) NPCs that reached the open end of their route (the world is not generated beyond it
@@ -343,11 +395,17 @@ class Session:
         return out
 
     # ----------------------------------------------------------------- views
+    def signals(self) -> SignalView:
+        """The state of every traffic light of the known world at the current step."""
+        return self.signal_board.view(self.world.graph, self.step_index * DT_S)
+
     def policy_input(self, controlled: np.ndarray) -> PolicyInput:
-        """What a policy or planner sees of the current step, with ``controlled`` (C,) the slots it moves."""
-        return PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
-                           routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
-                           dt_s=DT_S, motion_codes=self.spawns.motion_codes)
+        """What a policy or planner sees of the current step, with ``controlled`` (C,) the slots it moves, and
+        the step's right-of-way decision (taken once per step, whoever asks first)."""
+        inp = PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
+                          routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
+                          dt_s=DT_S, motion_codes=self.spawns.motion_codes, signals=self.signals())
+        return dataclasses.replace(inp, right_of_way=self.right_of_way.decide(inp))
 
     def observe(self, radius_m: float | None = None) -> Observation:
         radius = self.config.observation_radius_m if radius_m is None else radius_m
@@ -366,7 +424,8 @@ class Session:
                            terminated=self.end_reason in (EndReason.COLLISION, EndReason.GOAL_REACHED),
                            truncated=self.end_reason in (EndReason.MAX_STEPS, EndReason.LOG_ENDED,
                                                          EndReason.NO_ROAD),
-                           end_reason=self.end_reason, km=self.metrics.distance_m / 1000.0)
+                           end_reason=self.end_reason, km=self.metrics.distance_m / 1000.0,
+                           signals=self.signals().subset(lane.id for lane in lanes))
 
     def frame(self) -> Frame:
         """The full world state of the current step (for recordings and the debugger)."""
@@ -378,7 +437,7 @@ class Session:
                      removed_lane_ids=tuple(self._removed_lanes), ego_plan=self.ego_plan,
                      step_metrics=self._last_step_metrics, km=self.metrics.distance_m / 1000.0,
                      tile_ms=self._tile_ms_step, npc_policy_ms=self._npc_ms_step,
-                     end_reason=self.end_reason)
+                     end_reason=self.end_reason, signals=self.signals())
 
     def report(self) -> dict:
         """The per-episode report: DESIGN.md section 7 metrics plus bookkeeping."""
@@ -390,7 +449,8 @@ class Session:
                 "end_reason": self.end_reason.value, "sim_s": round(sim_s, 3),
                 "wall_s": round(self.wall_s, 4), "rtf": round(sim_s / max(self.wall_s, 1e-9), 3),
                 "tiles": len(self.metrics.tile_ms), "fallback_tiles": self.world.fallback_tiles,
-                "npc_removed_stuck": self.stuck_removed}
+                "npc_removed_stuck": self.stuck_removed,
+                "npc_removed_stuck_causes": dict(sorted(self.stuck_causes.items()))}
 
     # ----------------------------------------------------------------- helpers
     def _start_lane(self, lanes: tuple[Lane, ...]) -> Lane:

@@ -23,6 +23,18 @@ class LaneType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LANE_TYPE_BIKE_LANE: _ClassVar[LaneType]
     LANE_TYPE_CONNECTOR: _ClassVar[LaneType]
 
+class SignalState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SIGNAL_STATE_UNSPECIFIED: _ClassVar[SignalState]
+    SIGNAL_STATE_ARROW_STOP: _ClassVar[SignalState]
+    SIGNAL_STATE_ARROW_CAUTION: _ClassVar[SignalState]
+    SIGNAL_STATE_ARROW_GO: _ClassVar[SignalState]
+    SIGNAL_STATE_STOP: _ClassVar[SignalState]
+    SIGNAL_STATE_CAUTION: _ClassVar[SignalState]
+    SIGNAL_STATE_GO: _ClassVar[SignalState]
+    SIGNAL_STATE_FLASHING_STOP: _ClassVar[SignalState]
+    SIGNAL_STATE_FLASHING_CAUTION: _ClassVar[SignalState]
+
 class EndReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     END_REASON_UNSPECIFIED: _ClassVar[EndReason]
@@ -67,6 +79,15 @@ LANE_TYPE_FREEWAY: LaneType
 LANE_TYPE_SURFACE_STREET: LaneType
 LANE_TYPE_BIKE_LANE: LaneType
 LANE_TYPE_CONNECTOR: LaneType
+SIGNAL_STATE_UNSPECIFIED: SignalState
+SIGNAL_STATE_ARROW_STOP: SignalState
+SIGNAL_STATE_ARROW_CAUTION: SignalState
+SIGNAL_STATE_ARROW_GO: SignalState
+SIGNAL_STATE_STOP: SignalState
+SIGNAL_STATE_CAUTION: SignalState
+SIGNAL_STATE_GO: SignalState
+SIGNAL_STATE_FLASHING_STOP: SignalState
+SIGNAL_STATE_FLASHING_CAUTION: SignalState
 END_REASON_UNSPECIFIED: EndReason
 END_REASON_RUNNING: EndReason
 END_REASON_GOAL_REACHED: EndReason
@@ -129,6 +150,24 @@ class Lane(_message.Message):
     right_neighbors: _containers.RepeatedScalarFieldContainer[int]
     tile_id: int
     def __init__(self, id: _Optional[int] = ..., centerline: _Optional[_Union[Polyline, _Mapping]] = ..., width_m: _Optional[float] = ..., speed_limit_mps: _Optional[float] = ..., lane_type: _Optional[_Union[LaneType, str]] = ..., successors: _Optional[_Iterable[int]] = ..., predecessors: _Optional[_Iterable[int]] = ..., left_neighbors: _Optional[_Iterable[int]] = ..., right_neighbors: _Optional[_Iterable[int]] = ..., tile_id: _Optional[int] = ...) -> None: ...
+
+class TrafficLight(_message.Message):
+    __slots__ = ("lane_id", "state", "stop_x_m", "stop_y_m", "stop_yaw_rad", "width_m", "rule_state")
+    LANE_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    STOP_X_M_FIELD_NUMBER: _ClassVar[int]
+    STOP_Y_M_FIELD_NUMBER: _ClassVar[int]
+    STOP_YAW_RAD_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_M_FIELD_NUMBER: _ClassVar[int]
+    RULE_STATE_FIELD_NUMBER: _ClassVar[int]
+    lane_id: int
+    state: SignalState
+    stop_x_m: float
+    stop_y_m: float
+    stop_yaw_rad: float
+    width_m: float
+    rule_state: SignalState
+    def __init__(self, lane_id: _Optional[int] = ..., state: _Optional[_Union[SignalState, str]] = ..., stop_x_m: _Optional[float] = ..., stop_y_m: _Optional[float] = ..., stop_yaw_rad: _Optional[float] = ..., width_m: _Optional[float] = ..., rule_state: _Optional[_Union[SignalState, str]] = ...) -> None: ...
 
 class Agent(_message.Message):
     __slots__ = ("id", "agent_type", "pose", "speed_mps", "length_m", "width_m", "history_x_m", "history_y_m", "history_yaw_rad", "history_speed_mps", "history_valid", "slot", "controller")
@@ -209,7 +248,7 @@ class Tile(_message.Message):
     def __init__(self, id: _Optional[int] = ..., center_x_m: _Optional[float] = ..., center_y_m: _Optional[float] = ..., yaw_rad: _Optional[float] = ..., order: _Optional[int] = ..., generator: _Optional[str] = ..., lane_ids: _Optional[_Iterable[int]] = ..., size_m: _Optional[float] = ...) -> None: ...
 
 class StepMetrics(_message.Message):
-    __slots__ = ("ego_collided_ids", "ego_offroad", "npc_collision_events", "npc_offroad_events", "npc_infeasible_steps", "npc_vehicle_steps", "ego_comfortable", "ego_distance_m", "score_events")
+    __slots__ = ("ego_collided_ids", "ego_offroad", "npc_collision_events", "npc_offroad_events", "npc_infeasible_steps", "npc_vehicle_steps", "ego_comfortable", "ego_distance_m", "score_events", "ego_red_light")
     EGO_COLLIDED_IDS_FIELD_NUMBER: _ClassVar[int]
     EGO_OFFROAD_FIELD_NUMBER: _ClassVar[int]
     NPC_COLLISION_EVENTS_FIELD_NUMBER: _ClassVar[int]
@@ -219,6 +258,7 @@ class StepMetrics(_message.Message):
     EGO_COMFORTABLE_FIELD_NUMBER: _ClassVar[int]
     EGO_DISTANCE_M_FIELD_NUMBER: _ClassVar[int]
     SCORE_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    EGO_RED_LIGHT_FIELD_NUMBER: _ClassVar[int]
     ego_collided_ids: _containers.RepeatedScalarFieldContainer[int]
     ego_offroad: bool
     npc_collision_events: int
@@ -228,10 +268,11 @@ class StepMetrics(_message.Message):
     ego_comfortable: bool
     ego_distance_m: float
     score_events: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ..., score_events: _Optional[_Iterable[str]] = ...) -> None: ...
+    ego_red_light: bool
+    def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ..., score_events: _Optional[_Iterable[str]] = ..., ego_red_light: _Optional[bool] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table", "history_delivery", "history_base_step")
+    __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table", "history_delivery", "history_base_step", "traffic_lights")
     STEP_FIELD_NUMBER: _ClassVar[int]
     SIM_TIME_US_FIELD_NUMBER: _ClassVar[int]
     AGENTS_FIELD_NUMBER: _ClassVar[int]
@@ -250,6 +291,7 @@ class Observation(_message.Message):
     AGENT_TABLE_FIELD_NUMBER: _ClassVar[int]
     HISTORY_DELIVERY_FIELD_NUMBER: _ClassVar[int]
     HISTORY_BASE_STEP_FIELD_NUMBER: _ClassVar[int]
+    TRAFFIC_LIGHTS_FIELD_NUMBER: _ClassVar[int]
     step: int
     sim_time_us: int
     agents: _containers.RepeatedCompositeFieldContainer[Agent]
@@ -268,7 +310,8 @@ class Observation(_message.Message):
     agent_table: AgentTable
     history_delivery: HistoryDelivery
     history_base_step: int
-    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_index: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., route_lane_ids: _Optional[_Iterable[int]] = ..., route_polyline: _Optional[_Union[Polyline, _Mapping]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., terminated: _Optional[bool] = ..., truncated: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., km: _Optional[float] = ..., lane_delivery: _Optional[_Union[LaneDelivery, str]] = ..., lane_ids: _Optional[_Iterable[int]] = ..., lane_base_step: _Optional[int] = ..., agent_table: _Optional[_Union[AgentTable, _Mapping]] = ..., history_delivery: _Optional[_Union[HistoryDelivery, str]] = ..., history_base_step: _Optional[int] = ...) -> None: ...
+    traffic_lights: _containers.RepeatedCompositeFieldContainer[TrafficLight]
+    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_index: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., route_lane_ids: _Optional[_Iterable[int]] = ..., route_polyline: _Optional[_Union[Polyline, _Mapping]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., terminated: _Optional[bool] = ..., truncated: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., km: _Optional[float] = ..., lane_delivery: _Optional[_Union[LaneDelivery, str]] = ..., lane_ids: _Optional[_Iterable[int]] = ..., lane_base_step: _Optional[int] = ..., agent_table: _Optional[_Union[AgentTable, _Mapping]] = ..., history_delivery: _Optional[_Union[HistoryDelivery, str]] = ..., history_base_step: _Optional[int] = ..., traffic_lights: _Optional[_Iterable[_Union[TrafficLight, _Mapping]]] = ...) -> None: ...
 
 class FrameTimings(_message.Message):
     __slots__ = ("tile_ms", "npc_policy_ms", "new_tile_latency_ms")
@@ -281,7 +324,7 @@ class FrameTimings(_message.Message):
     def __init__(self, tile_ms: _Optional[float] = ..., npc_policy_ms: _Optional[float] = ..., new_tile_latency_ms: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Frame(_message.Message):
-    __slots__ = ("step", "sim_time_us", "capacity", "agents", "ego_slot", "new_tiles", "new_lanes", "removed_lane_ids", "ego_plan", "step_metrics", "km", "end_reason", "timings")
+    __slots__ = ("step", "sim_time_us", "capacity", "agents", "ego_slot", "new_tiles", "new_lanes", "removed_lane_ids", "ego_plan", "step_metrics", "km", "end_reason", "timings", "traffic_lights")
     STEP_FIELD_NUMBER: _ClassVar[int]
     SIM_TIME_US_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
@@ -295,6 +338,7 @@ class Frame(_message.Message):
     KM_FIELD_NUMBER: _ClassVar[int]
     END_REASON_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    TRAFFIC_LIGHTS_FIELD_NUMBER: _ClassVar[int]
     step: int
     sim_time_us: int
     capacity: int
@@ -308,10 +352,11 @@ class Frame(_message.Message):
     km: float
     end_reason: EndReason
     timings: FrameTimings
-    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., capacity: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_slot: _Optional[int] = ..., new_tiles: _Optional[_Iterable[_Union[Tile, _Mapping]]] = ..., new_lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., removed_lane_ids: _Optional[_Iterable[int]] = ..., ego_plan: _Optional[_Iterable[_Union[Pose, _Mapping]]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., km: _Optional[float] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., timings: _Optional[_Union[FrameTimings, _Mapping]] = ...) -> None: ...
+    traffic_lights: _containers.RepeatedCompositeFieldContainer[TrafficLight]
+    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., capacity: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_slot: _Optional[int] = ..., new_tiles: _Optional[_Iterable[_Union[Tile, _Mapping]]] = ..., new_lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., removed_lane_ids: _Optional[_Iterable[int]] = ..., ego_plan: _Optional[_Iterable[_Union[Pose, _Mapping]]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., km: _Optional[float] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., timings: _Optional[_Union[FrameTimings, _Mapping]] = ..., traffic_lights: _Optional[_Iterable[_Union[TrafficLight, _Mapping]]] = ...) -> None: ...
 
 class EpisodeReport(_message.Message):
-    __slots__ = ("seed", "km", "steps", "completed", "end_reason", "ego_collisions", "ego_offroad_rate", "npc_collisions_per_km", "npc_offroad_per_km", "kinematic_infeasibility_rate", "ego_comfort_rate", "sim_s", "wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms", "tiles", "fallback_tiles", "extra_json", "cls", "driving_score", "route_completion", "at_fault_collisions", "infractions_per_km")
+    __slots__ = ("seed", "km", "steps", "completed", "end_reason", "ego_collisions", "ego_offroad_rate", "npc_collisions_per_km", "npc_offroad_per_km", "kinematic_infeasibility_rate", "ego_comfort_rate", "sim_s", "wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms", "tiles", "fallback_tiles", "extra_json", "cls", "driving_score", "route_completion", "at_fault_collisions", "infractions_per_km", "red_light_infractions")
     SEED_FIELD_NUMBER: _ClassVar[int]
     KM_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
@@ -337,6 +382,7 @@ class EpisodeReport(_message.Message):
     ROUTE_COMPLETION_FIELD_NUMBER: _ClassVar[int]
     AT_FAULT_COLLISIONS_FIELD_NUMBER: _ClassVar[int]
     INFRACTIONS_PER_KM_FIELD_NUMBER: _ClassVar[int]
+    RED_LIGHT_INFRACTIONS_FIELD_NUMBER: _ClassVar[int]
     seed: int
     km: float
     steps: int
@@ -362,4 +408,5 @@ class EpisodeReport(_message.Message):
     route_completion: float
     at_fault_collisions: int
     infractions_per_km: float
-    def __init__(self, seed: _Optional[int] = ..., km: _Optional[float] = ..., steps: _Optional[int] = ..., completed: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., ego_collisions: _Optional[int] = ..., ego_offroad_rate: _Optional[float] = ..., npc_collisions_per_km: _Optional[float] = ..., npc_offroad_per_km: _Optional[float] = ..., kinematic_infeasibility_rate: _Optional[float] = ..., ego_comfort_rate: _Optional[float] = ..., sim_s: _Optional[float] = ..., wall_s: _Optional[float] = ..., rtf: _Optional[float] = ..., tile_ms_p50: _Optional[float] = ..., tile_ms_p95: _Optional[float] = ..., npc_policy_ms: _Optional[float] = ..., tiles: _Optional[int] = ..., fallback_tiles: _Optional[int] = ..., extra_json: _Optional[str] = ..., cls: _Optional[float] = ..., driving_score: _Optional[float] = ..., route_completion: _Optional[float] = ..., at_fault_collisions: _Optional[int] = ..., infractions_per_km: _Optional[float] = ...) -> None: ...
+    red_light_infractions: int
+    def __init__(self, seed: _Optional[int] = ..., km: _Optional[float] = ..., steps: _Optional[int] = ..., completed: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., ego_collisions: _Optional[int] = ..., ego_offroad_rate: _Optional[float] = ..., npc_collisions_per_km: _Optional[float] = ..., npc_offroad_per_km: _Optional[float] = ..., kinematic_infeasibility_rate: _Optional[float] = ..., ego_comfort_rate: _Optional[float] = ..., sim_s: _Optional[float] = ..., wall_s: _Optional[float] = ..., rtf: _Optional[float] = ..., tile_ms_p50: _Optional[float] = ..., tile_ms_p95: _Optional[float] = ..., npc_policy_ms: _Optional[float] = ..., tiles: _Optional[int] = ..., fallback_tiles: _Optional[int] = ..., extra_json: _Optional[str] = ..., cls: _Optional[float] = ..., driving_score: _Optional[float] = ..., route_completion: _Optional[float] = ..., at_fault_collisions: _Optional[int] = ..., infractions_per_km: _Optional[float] = ..., red_light_infractions: _Optional[int] = ...) -> None: ...

@@ -23,7 +23,7 @@ PAN_STEP_PX = 80
 TOGGLE_KEYS = {
     pygame.K_e: "lane_edges", pygame.K_t: "tiles", pygame.K_l: "labels", pygame.K_v: "velocities",
     pygame.K_r: "route", pygame.K_p: "plan", pygame.K_d: "drivable", pygame.K_h: "help",
-    pygame.K_F1: "help", pygame.K_i: "hud",
+    pygame.K_F1: "help", pygame.K_i: "hud", pygame.K_g: "signals",
 }
 
 

@@ -27,6 +27,7 @@ HELP_LINES = (
     ("drag  or  shift + arrows", "pan (turns follow off)"),
     ("f", "follow ego on / off"),
     ("e / t / l / v / r / p / d", "lane-graph edges / tiles / labels / velocities / route / plan / drivable"),
+    ("g", "traffic lights (stop lines coloured by state)"),
     ("a", "drive mode: autopilot (built-in planner) on / off"),
     ("s", "screenshot (PNG in the current directory)"),
     ("h  or  f1", "this help"),

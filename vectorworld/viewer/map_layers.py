@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pygame
 
+from vectorworld.signals import SignalView
 from vectorworld.viewer import style
 from vectorworld.viewer.camera import Camera
 from vectorworld.viewer.map_state import LaneGeometry, LaneGeometryCache, MapState
@@ -91,6 +92,22 @@ def draw_lane_edges(surface: pygame.Surface, camera: Camera, successor: np.ndarr
         for a, b in screen:
             pygame.draw.line(surface, color, a.tolist(), b.tolist(), 1)
             pygame.draw.circle(surface, color, b.tolist(), 2)
+
+
+def stop_lines(signals: SignalView) -> np.ndarray:
+    """(L, 2, 2) m, global frame: each light's stop line, across its lane at the stop point."""
+    across = np.stack([-np.sin(signals.stop_yaw), np.cos(signals.stop_yaw)], -1) * (signals.width_m / 2.0)[:, None]
+    return np.stack([signals.stop_xy - across, signals.stop_xy + across], 1)
+
+
+def draw_signals(surface: pygame.Surface, camera: Camera, signals: SignalView) -> None:
+    """Every traffic light as its stop line, coloured by the state it shows (:data:`style.SIGNAL_COLORS`)."""
+    if not len(signals):
+        return
+    screen = np.round(camera.to_screen(stop_lines(signals))).astype(int)
+    width = max(style.SIGNAL_LINE_PX, int(round(0.6 * camera.scale_px_per_m)))
+    for (a, b), state in zip(screen, signals.states.tolist(), strict=True):
+        pygame.draw.line(surface, style.signal_color(state), a.tolist(), b.tolist(), width)
 
 
 def draw_route(surface: pygame.Surface, camera: Camera, route: np.ndarray) -> None:

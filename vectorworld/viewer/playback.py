@@ -28,6 +28,7 @@ class ViewOptions:
     velocities: bool = True
     trails: bool = True
     plan: bool = True
+    signals: bool = True
     hud: bool = True
     help: bool = False
     trail_steps: int = 30

@@ -1,7 +1,8 @@
 """Composes every layer of one step onto a pygame surface: the single drawing entry point.
 
 Layer order (bottom to top): background + drivable area (cached canvas), route, tile borders + frontier,
-lane centrelines, lane-graph edges (a second, transparent cached canvas), trails, ego plan, agents +
+lane centrelines, lane-graph edges (a second, transparent cached canvas), stop lines coloured by their
+traffic light's state, trails, ego plan, agents +
 highlights + labels, HUD (status, event banner, warnings, timeline), help overlay. The map canvases are
 re-drawn only when the map, the zoom or the layer toggles change, or the view drifts off them.
 Both the interactive window and headless screenshots call :meth:`Renderer.draw`.
@@ -65,6 +66,8 @@ class Renderer:
         self._lines.blit(surface, camera, (id(store), state.version, options.tiles, options.lanes,
                                                    options.lane_edges),
                          lambda surf, cam: self._draw_lines(surf, cam, store, state, options))
+        if options.signals:
+            map_layers.draw_signals(surface, camera, frame.signals)
         ego_id = int(frame.agents.id[frame.ego_slot])
         if options.trails:
             agent_layers.draw_trails(surface, camera, store.trails(index, options.trail_steps), ego_id)

@@ -7,6 +7,7 @@ ego in a colour nothing else uses; collisions and off-road in saturated red / or
 from __future__ import annotations
 
 from vectorworld.scene import AgentType, LaneType
+from vectorworld.signals import SignalState
 
 Color = tuple[int, int, int]
 
@@ -56,6 +57,20 @@ OFFROAD: Color = (255, 140, 0)
 NPC_CONTACT: Color = (255, 90, 160)
 INFRACTION: Color = (250, 220, 60)
 
+SIGNAL_COLORS: dict[int, Color] = {
+    SignalState.UNKNOWN: (120, 124, 132),
+    SignalState.ARROW_STOP: (230, 40, 40),
+    SignalState.ARROW_CAUTION: (255, 200, 0),
+    SignalState.ARROW_GO: (60, 255, 140),
+    SignalState.STOP: (230, 40, 40),
+    SignalState.CAUTION: (255, 200, 0),
+    SignalState.GO: (40, 200, 80),
+    SignalState.FLASHING_STOP: (170, 30, 30),
+    SignalState.FLASHING_CAUTION: (190, 150, 0),
+}
+"""Stop-line colours by light state (protected arrows a brighter green than permissive GO)."""
+SIGNAL_LINE_PX = 3
+
 TIMELINE_BG: Color = (40, 44, 52)
 TIMELINE_FILL: Color = (90, 110, 140)
 TIMELINE_TILE: Color = (0, 160, 180)
@@ -72,6 +87,10 @@ def lane_color(lane_type: int) -> Color:
 
 def agent_fill(agent_type: int) -> Color:
     return AGENT_FILL.get(int(agent_type), AGENT_FILL[AgentType.UNSET])
+
+
+def signal_color(state: int) -> Color:
+    return SIGNAL_COLORS.get(int(state), SIGNAL_COLORS[SignalState.UNKNOWN])
 
 
 def policy_outline(policy: int) -> Color:

@@ -19,6 +19,7 @@ import numpy as np
 from vectorworld.errors import CommandError, ConfigError, DataFormatError
 from vectorworld.files import json_default
 from vectorworld.scene import Agents
+from vectorworld.signals import SignalView
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import StepMetrics
 from vectorworld.sim.observation import EndReason, Frame, Observation
@@ -82,13 +83,34 @@ def step_metrics_to_proto(m: StepMetrics, out: world_pb2.StepMetrics) -> world_p
     out.npc_infeasible_steps, out.npc_vehicle_steps = int(m.npc_infeasible_steps), int(m.npc_vehicle_steps)
     out.ego_distance_m = float(m.ego_distance_m)
     out.score_events.extend(m.score_events)
+    out.ego_red_light = bool(m.ego_red_light)
     return out
 
 
 def step_metrics_from_proto(msg: world_pb2.StepMetrics) -> StepMetrics:
     return StepMetrics(tuple(msg.ego_collided_ids), msg.ego_offroad, msg.npc_collision_events,
                        msg.npc_offroad_events, msg.npc_infeasible_steps, msg.npc_vehicle_steps,
-                       msg.ego_comfortable, msg.ego_distance_m, tuple(msg.score_events))
+                       msg.ego_comfortable, msg.ego_distance_m, tuple(msg.score_events),
+                       ego_red_light=msg.ego_red_light)
+
+
+def signals_to_proto(view: SignalView, out: Any) -> None:  # noqa: ANN401 - repeated TrafficLight field
+    """Append one TrafficLight per light of ``view`` to the repeated field ``out``."""
+    for lane_id, state, (x, y), yaw, width, rule in zip(view.lane_ids.tolist(), view.states.tolist(),
+                                                        view.stop_xy.tolist(), view.stop_yaw.tolist(),
+                                                        view.width_m.tolist(), view.rule_states.tolist(), strict=True):
+        out.add(lane_id=lane_id, state=state, stop_x_m=x, stop_y_m=y, stop_yaw_rad=yaw, width_m=width, rule_state=rule)
+
+
+def signals_from_proto(lights: Any) -> SignalView:  # noqa: ANN401 - repeated TrafficLight field
+    """The SignalView of a repeated TrafficLight field (sorted by lane id, as the engine's views are)."""
+    if not len(lights):
+        return SignalView.empty()
+    rows = sorted(lights, key=lambda light: light.lane_id)
+    return SignalView(np.array([r.lane_id for r in rows], np.int64), np.array([r.state for r in rows], np.int8),
+                      np.array([(r.stop_x_m, r.stop_y_m) for r in rows], np.float64),
+                      np.array([r.stop_yaw_rad for r in rows], np.float64),
+                      np.array([r.width_m for r in rows], np.float64), np.array([r.rule_state for r in rows], np.int8))
 
 
 _REPORT_FIELDS = {f.name for f in world_pb2.EpisodeReport.DESCRIPTOR.fields} - {"extra_json", "end_reason"}
@@ -160,6 +182,7 @@ def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = N
     step_metrics_to_proto(obs.step_metrics, msg.step_metrics)
     msg.terminated, msg.truncated = bool(obs.terminated), bool(obs.truncated)
     msg.end_reason, msg.km = end_reason_to_proto(obs.end_reason), float(obs.km)
+    signals_to_proto(obs.signals, msg.traffic_lights)
     return msg
 
 
@@ -187,7 +210,8 @@ def observation_from_proto(msg: world_pb2.Observation, lane_cache: LaneDecodeCac
                        ego_slot=msg.ego_index, lanes=lanes, route_lane_ids=tuple(msg.route_lane_ids),
                        route_polyline=polyline_from_proto(msg.route_polyline, "route_polyline"),
                        step_metrics=step_metrics_from_proto(msg.step_metrics), terminated=msg.terminated,
-                       truncated=msg.truncated, end_reason=end_reason_from_proto(msg.end_reason), km=msg.km)
+                       truncated=msg.truncated, end_reason=end_reason_from_proto(msg.end_reason), km=msg.km,
+                       signals=signals_from_proto(msg.traffic_lights))
 
 
 def frame_to_proto(frame: Frame, include_timings: bool = True, include_history: bool = False,
@@ -208,6 +232,7 @@ def frame_to_proto(frame: Frame, include_timings: bool = True, include_history: 
     if include_timings:
         msg.timings.tile_ms, msg.timings.npc_policy_ms = float(frame.tile_ms), float(frame.npc_policy_ms)
         msg.timings.new_tile_latency_ms.extend(float(t.latency_ms) for t in frame.new_tiles)
+    signals_to_proto(frame.signals, msg.traffic_lights)
     return msg
 
 
@@ -224,7 +249,7 @@ def frame_from_proto(msg: world_pb2.Frame) -> Frame:
                  removed_lane_ids=tuple(msg.removed_lane_ids), ego_plan=plan,
                  step_metrics=step_metrics_from_proto(msg.step_metrics), km=msg.km,
                  tile_ms=msg.timings.tile_ms, npc_policy_ms=msg.timings.npc_policy_ms,
-                 end_reason=end_reason_from_proto(msg.end_reason))
+                 end_reason=end_reason_from_proto(msg.end_reason), signals=signals_from_proto(msg.traffic_lights))
 
 
 # --------------------------------------------------------------------------- commands

@@ -17,6 +17,7 @@ import numpy as np
 from vectorworld import geometry
 from vectorworld.generation.base import TileFrame
 from vectorworld.generation.procedural.city_plan import CityPlan, Key, PlanLane
+from vectorworld.generation.procedural.city_signals import CitySignals
 from vectorworld.scene import Lane, LaneGraph
 
 MATCH_DECIMALS = 3
@@ -114,10 +115,11 @@ def known_by_ends(graph: LaneGraph, center_xy: np.ndarray, radius_m: float) -> d
     return out
 
 
-def cut_tile(region: CityRegion, frame: TileFrame, graph: LaneGraph,
-             lane_ids) -> tuple[tuple[Lane, ...], tuple[tuple[int, int], ...], int, int]:  # noqa: ANN001
+def cut_tile(region: CityRegion, frame: TileFrame, graph: LaneGraph, lane_ids,  # noqa: ANN001
+             signals: CitySignals | None = None) -> tuple[tuple[Lane, ...], tuple[tuple[int, int], ...], int, int]:
     """The new lanes (with edges among themselves), links to known lanes, and how many junctions and
-    left-turn pockets they hold. lane_ids: the request's IdAllocator."""
+    left-turn pockets they hold. lane_ids: the request's IdAllocator; signals: the lights of the plan (the
+    connectors of signalised junctions carry theirs)."""
     known = known_by_ends(graph, frame.center_xy, frame.size_m * 2.5)
 
     def known_id(key: Key) -> int | None:
@@ -152,6 +154,7 @@ def cut_tile(region: CityRegion, frame: TileFrame, graph: LaneGraph,
         plan_lane, i = region.lanes[key], ids[key]
         lanes.append(Lane(i, region.points[key], width_m=plan_lane.width_m, speed_limit_mps=plan_lane.speed_limit_mps,
                           lane_type=plan_lane.lane_type, successors=tuple(succ[i]), predecessors=tuple(pred[i]),
-                          left_neighbors=tuple(left[i]), right_neighbors=tuple(right[i])))
+                          left_neighbors=tuple(left[i]), right_neighbors=tuple(right[i]),
+                          signal=None if signals is None else signals.lane_signal(key)))
     junctions = len({k[1:3] for k in keys if k[0] == "conn"})
     return tuple(lanes), tuple(links), junctions, sum(k[0] == "pocket" for k in keys)

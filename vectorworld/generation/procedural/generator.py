@@ -31,6 +31,7 @@ import numpy as np
 
 from vectorworld.generation.base import AgentSpawns, TileContent, TileGenerator, TileRequest, register_generator
 from vectorworld.generation.procedural.city_plan import CityConfig, CityPlan
+from vectorworld.generation.procedural.city_signals import CitySignals, SignalConfig
 from vectorworld.generation.procedural.city_tiles import CityAnchor, CityRegion, cut_tile
 from vectorworld.generation.procedural.occupancy import Occupancy
 from vectorworld.generation.procedural.port_groups import GroupingConfig, group_ports
@@ -45,7 +46,8 @@ from vectorworld.generation.procedural.tile_draft import TileDraft
 class ProceduralConfig:
     """layout: "city" (a seeded block grid, :mod:`city_plan`) or "organic" (roads grown piece by piece);
     growth: organic road shapes; grouping: how ports form roads; spawn: organic traffic; city / city_spawn:
-    the city plan and its traffic; obstacle_reach_m: known lanes up to this far (m) outside the tile are kept
+    the city plan and its traffic; signals: the city's traffic lights (None: no junction has lights);
+    obstacle_reach_m: known lanes up to this far (m) outside the tile are kept
     clear of by organic roads (new lanes may stick out of the tile)."""
 
     layout: str = "city"
@@ -54,6 +56,7 @@ class ProceduralConfig:
     spawn: SpawnConfig = field(default_factory=SpawnConfig)
     city: CityConfig = field(default_factory=CityConfig)
     city_spawn: SpawnConfig = field(default_factory=lambda: CITY_SPAWN)
+    signals: SignalConfig | None = field(default_factory=SignalConfig)
     obstacle_reach_m: float = 30.0
 
 
@@ -73,6 +76,7 @@ class ProceduralGenerator(TileGenerator):
     def __init__(self, config: ProceduralConfig | None = None) -> None:
         self.config = config if config is not None else ProceduralConfig()
         self._city: tuple[CityPlan, CityAnchor] | None = None
+        self._signals: CitySignals | None = None
 
     def _city_tile(self, request: TileRequest) -> tuple[TileContent, GrowthReport] | None:
         """The tile cut from this world's city plan; None when a port is not on the plan (a known map, a
@@ -81,12 +85,15 @@ class ProceduralGenerator(TileGenerator):
         if not request.ports:  # a first tile: a new world, a new plan anchored here
             seed = int(request.rng.integers(1 << 62))
             self._city = (CityPlan(seed, self.config.city), CityAnchor(frame.center_xy.copy(), float(frame.yaw)))
+            self._signals = (None if self.config.signals is None
+                             else CitySignals(self._city[0], self.config.signals))
         if self._city is None:
             return None
         region = CityRegion(*self._city, frame)
         if not all(region.on_plan(p.xy, p.is_out) for p in request.ports):
             return None
-        lanes, links, junctions, pockets = cut_tile(region, frame, request.graph, request.lane_ids)
+        lanes, links, junctions, pockets = cut_tile(region, frame, request.graph, request.lane_ids,
+                                                    self._signals)
         report = GrowthReport(roads=len(lanes), junctions=junctions, tapers=pockets)
         if request.spawn_agents and lanes:
             agents = spawn_agents(lanes, request, first_tile=not request.ports, config=self.config.city_spawn)

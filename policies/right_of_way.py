@@ -1,0 +1,226 @@
+"""Right of way as one per-step service: who may enter which junction connector, and who must stop where.
+
+The Session owns one :class:`RightOfWay` and calls :meth:`RightOfWay.decide` once per step, before any policy
+or planner moves; the :class:`RightOfWayDecision` goes to every policy and planner in
+``PolicyInput.right_of_way`` (IDM NPCs, the IDM ego planner, DeltaSim's stop tokens), so they all obey one
+decision and the waiting clocks advance once per step. A policy driven without a Session (tests, tools)
+takes its own decision from a private service.
+
+The rules, in order (geometry and the grant in :mod:`policies.junctions`):
+
+1. **Signals.** Every agent whose route reaches a signalised lane within
+   :data:`~policies.junctions.SIGNAL_LOOKAHEAD_M` showing red (it can still stop) or yellow (it can stop
+   comfortably) is held at that lane's start. A light-held agent neither enters nor reserves its
+   connector, and its waiting clock does not run.
+2. **Priority.** Agents within ``junction_approach_m`` of the first connector on their route request it;
+   committed agents (too close to stop) go first; agents whose connector exit is blocked by standing traffic
+   are held (nobody enters a junction it cannot leave); a permissive green left yields.
+3. **First come, with anti-starvation.** Otherwise the closest go first if their connector conflicts with
+   nothing occupied or granted; an agent held ``PATIENCE_S`` reserves its connector, so a stream of
+   newcomers cannot starve it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from policies.base import PolicyInput
+from policies.junctions import (
+    SIGNAL_LOOKAHEAD_M,
+    ConflictMap,
+    JunctionRequest,
+    grant_connectors,
+    signal_holds,
+    yields_on_green,
+)
+from policies.route_paths import PathProfile, RoutePaths
+from vectorworld.scene import LaneType
+
+EXIT_CLEAR_M = 6.0
+EXIT_BLOCKING_MPS = 1.0
+
+
+@dataclass(frozen=True)
+class RightOfWayDecision:
+    """One step's right of way.
+
+    requested: ids of the agents approaching a junction entry; granted: those allowed to enter their next
+    connector; held: agent id -> the lane at whose start (its first point) the agent must stop (a connector
+    it was not granted, or a signalised lane whose light holds it); by_light: the held agents a light holds.
+    """
+
+    step: int
+    requested: frozenset[int] = frozenset()
+    granted: frozenset[int] = frozenset()
+    held: Mapping[int, int] = field(default_factory=dict)
+    by_light: frozenset[int] = frozenset()
+
+
+class RightOfWay:
+    """The per-step right-of-way service (module docstring). ``decide`` once per step; ``reset`` per episode."""
+
+    def __init__(self, params=None, paths: RoutePaths | None = None) -> None:  # noqa: ANN001 - IdmParams
+        self.paths = paths if paths is not None else RoutePaths(params)
+        self.params = self.paths.params
+        self.conflicts = ConflictMap()
+        self._waited_s: dict[int, float] = {}
+        self._last: tuple[object, int, RightOfWayDecision] | None = None
+
+    def reset(self) -> None:
+        self.paths.reset()
+        self.conflicts = ConflictMap()
+        self._waited_s = {}
+        self._last = None
+
+    @property
+    def last(self) -> RightOfWayDecision | None:
+        """The latest decision taken (None before the first)."""
+        return None if self._last is None else self._last[2]
+
+    @property
+    def waited_s(self) -> Mapping[int, float]:
+        """How long each agent has been held (standing, not granted) at its junction entry."""
+        return self._waited_s
+
+    def decide(self, inp: PolicyInput) -> RightOfWayDecision:
+        """The decision for the state of ``inp`` (computed once per state: a second call for the same agents
+        and step returns the first answer, the clocks advance once)."""
+        last = self._last
+        if last is not None and last[0] is inp.agents and last[1] == inp.step:
+            return last[2]
+        a = inp.agents
+        slots = np.array([s for s in np.nonzero(a.valid)[0] if inp.routes.get(int(a.id[s]))], np.int64)
+        profiles = self.paths.profiles(inp, a.id[slots].tolist())
+        keep = np.array([pr is not None for pr in profiles], bool)
+        slots = slots[keep] if len(slots) else slots
+        profiles = [pr for pr in profiles if pr is not None]
+        s_now, _ = self.paths.positions(inp, slots, profiles) if len(slots) else (np.zeros(0), np.zeros(0))
+        requests = []
+        for slot, profile, s_k in zip(slots.tolist(), profiles, s_now, strict=True):
+            dist = profile.connector_s - s_k
+            if profile.connector >= 0 and 0.0 <= dist <= self.params.junction_approach_m:
+                requests.append(self.junction_request(int(a.id[slot]), profile.connector, dist, float(a.speed[slot])))
+        requested = frozenset(r.agent_id for r in requests)
+        standing = self._lights(inp, requests)
+        standing = self._exit_clear(inp, standing)
+        granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), standing,
+                                   self._waited_s)
+        self._update_waits(inp, standing, granted)
+        held = {r.agent_id: r.connector for r in requests if r.agent_id not in granted}
+        light_s, light_lane = self.signal_stops(inp, slots, profiles, s_now)
+        by_light = set()
+        for k in np.nonzero(light_lane >= 0)[0].tolist():
+            agent_id = int(a.id[slots[k]])
+            by_light.add(agent_id)
+            current = held.get(agent_id)
+            if current is None or profiles[k].lane_start_s.get(current, np.inf) > light_s[k]:
+                held[agent_id] = int(light_lane[k])
+        decision = RightOfWayDecision(inp.step, requested, frozenset(granted), held, frozenset(by_light))
+        self._last = (inp.agents, inp.step, decision)
+        return decision
+
+    def junction_request(self, agent_id: int, connector: int, distance_m: float, speed_mps: float) -> JunctionRequest:
+        """A request to enter ``connector``, ``distance_m`` ahead of an agent driving at ``speed_mps``."""
+        return JunctionRequest(agent_id, connector, distance_m, self._committed(speed_mps, distance_m))
+
+    def signal_stops(self, inp: PolicyInput, slots: np.ndarray, profiles: list[PathProfile],
+                     s_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) arc length of the stop point where a light holds each slot (the start of the first signalised
+        lane ahead within :data:`SIGNAL_LOOKAHEAD_M` whose light holds it; inf where none) and that lane (-1)."""
+        out = np.full(len(slots), np.inf)
+        lane_out = np.full(len(slots), -1, np.int64)
+        signals = inp.signals
+        if not len(signals):
+            return out, lane_out
+        a = inp.agents
+        rows, starts, states, lanes = [], [], [], []
+        for row, profile in enumerate(profiles):
+            for lane_id, start in profile.signal_lanes:
+                if start - s_now[row] > SIGNAL_LOOKAHEAD_M:
+                    break
+                state = signals.state(lane_id)
+                if state is not None and start >= s_now[row]:
+                    rows.append(row)
+                    starts.append(start)
+                    states.append(int(state))
+                    lanes.append(lane_id)
+        if not rows:
+            return out, lane_out
+        rows_a, starts_a, lanes_a = np.array(rows), np.array(starts), np.array(lanes, np.int64)
+        slot_r = np.asarray(slots)[rows_a]
+        hold = signal_holds(np.array(states), a.speed[slot_r], starts_a - s_now[rows_a] - a.length[slot_r] / 2.0,
+                            self.params.max_decel_mps2)
+        for row, start, lane_id in zip(rows_a[hold], starts_a[hold], lanes_a[hold], strict=True):
+            if start < out[row]:
+                out[row], lane_out[row] = start, lane_id
+        return out, lane_out
+
+    def _lights(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
+        """Drop the requests a light holds (they neither go nor reserve their connector, and their waiting
+        clock does not run); mark permissive green lefts as yielding."""
+        signals = inp.signals
+        if not len(signals) or not requests:
+            return requests
+        a = inp.agents
+        lit = [k for k, r in enumerate(requests) if signals.state(r.connector) is not None]
+        if not lit:
+            return requests
+        slot_of = {int(i): k for k, i in enumerate(a.id.tolist()) if a.valid[k]}
+        slots = np.array([slot_of.get(requests[k].agent_id, 0) for k in lit])
+        states = np.array([int(signals.state(requests[k].connector)) for k in lit])
+        front = np.array([requests[k].distance_m for k in lit]) - a.length[slots] / 2.0
+        hold = signal_holds(states, a.speed[slots], front, self.params.max_decel_mps2)
+        held = {lit[k] for k in np.nonzero(hold)[0].tolist()}
+        lit_set = set(lit)
+        out = []
+        for k, r in enumerate(requests):
+            if k in held:
+                continue
+            if k in lit_set and yields_on_green(inp.graph, signals, r.connector):
+                r = JunctionRequest(r.agent_id, r.connector, r.distance_m, r.committed, yields=True)
+            out.append(r)
+        return out
+
+    def _exit_clear(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
+        """Drop requests whose connector exit is blocked by a (nearly) standing agent in traffic: nobody
+        enters a junction it cannot leave, so crossing traffic is never blocked by a queue spilling into it
+        (committed agents enter anyway)."""
+        a = inp.agents
+        standing = a.valid & (a.speed < EXIT_BLOCKING_MPS)
+        standing[standing] = [bool(inp.routes.get(int(i))) for i in a.id[standing]]  # not parked cars
+        if not standing.any() or not requests:
+            return requests
+        xy, ids = a.xy[standing], a.id[standing]
+        ends = np.array([inp.graph[req.connector].points[-1] for req in requests])
+        delta = xy[None] - ends[:, None]
+        near = (np.einsum("rak,rak->ra", delta, delta) < EXIT_CLEAR_M**2) & (
+            ids[None] != np.array([req.agent_id for req in requests])[:, None])
+        blocked = near.any(1)
+        return [req for req, b in zip(requests, blocked, strict=True) if req.committed or not b]
+
+    def _update_waits(self, inp: PolicyInput, requests: list[JunctionRequest], granted: set[int]) -> None:
+        """Time each agent has been held (standing, not granted) at its junction entry."""
+        a = inp.agents
+        standing = set(a.id[a.valid & (a.speed < 0.5)].tolist())
+        self._waited_s = {r.agent_id: self._waited_s.get(r.agent_id, 0.0) + inp.dt_s for r in requests
+                          if r.agent_id not in granted and r.agent_id in standing}
+
+    def _committed(self, speed: float, distance_m: float) -> bool:
+        """Whether an agent at ``speed`` can no longer stop within ``distance_m`` at the hard braking limit."""
+        return speed * speed / (2.0 * self.params.max_decel_mps2) > distance_m - 0.5
+
+    def _occupied_connectors(self, inp: PolicyInput) -> dict[int, int]:
+        """Connectors with a *moving* agent on them. A stopped agent does not hold its connector: if it
+        stands in someone's way, car following stops them behind it; if not, nobody needs to wait (this
+        prevents junction deadlocks)."""
+        occupied: dict[int, int] = {}
+        a = inp.agents
+        moving = {int(i) for i in a.id[a.valid & (a.speed > 0.3)]}
+        for agent_id, route in inp.routes.items():
+            if (agent_id in moving and route and route[0] in inp.graph
+                    and inp.graph[route[0]].lane_type == LaneType.CONNECTOR):
+                occupied[route[0]] = occupied.get(route[0], 0) + 1
+        return occupied

@@ -1,0 +1,93 @@
+"""Traffic lights of the procedural city: share of signalised junctions, safe phase plans, lights on tiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.generation.grown_world import grow
+from vectorworld.generation.procedural.city_plan import CityPlan
+from vectorworld.generation.procedural.city_signals import KINDS, CitySignals, movement_group, signalised_share
+from vectorworld.generation.procedural.generator import ProceduralConfig
+from vectorworld.scene import LaneType
+from vectorworld.signals import GREEN_STATES, SignalState, is_red
+
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def _plans(seed: int) -> list[tuple[tuple[int, int], object]]:
+    plan = CityPlan(seed)
+    signals = CitySignals(plan)
+    return [((i, j), signals.phase_plan(i, j)) for i in range(-5, 6) for j in range(-5, 6)
+            if plan.is_junction(i, j) and signals.signalised(i, j)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_at_least_30_percent_of_junctions_have_lights_and_some_do_not(seed: int) -> None:
+    plan = CityPlan(seed)
+    share = signalised_share(plan, CitySignals(plan))
+    assert 0.3 <= share < 1.0
+
+
+def test_lights_are_a_pure_function_of_the_seed() -> None:
+    a, b = _plans(3), _plans(3)
+    assert [k for k, _ in a] == [k for k, _ in b]
+    assert all(pa == pb for (_, pa), (_, pb) in zip(a, b, strict=True))
+    assert [k for k, _ in _plans(4)] != [k for k, _ in a] or any(
+        pa != pb for (_, pa), (_, pb) in zip(_plans(4), a, strict=False))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_crossing_axes_are_never_both_open_and_an_all_red_clears_between_them(seed: int) -> None:
+    for _, plan in _plans(seed):
+        table = np.array([[int(s) for s in phase.states] for phase in plan.phases])
+        open_ = ~is_red(table)                                              # green or yellow, (P, 12)
+        u_open = open_[:, [KINDS * a + k for a in (0, 2) for k in range(KINDS)]].any(1)
+        v_open = open_[:, [KINDS * a + k for a in (1, 3) for k in range(KINDS)]].any(1)
+        assert not (u_open & v_open).any()
+        for p in range(len(table)):  # after an axis closes, every light is red before the other opens
+            nxt = (p + 1) % len(table)
+            if u_open[p] and v_open[nxt] or v_open[p] and u_open[nxt]:
+                pytest.fail(f"no all-red clearance between phases {p} and {nxt}")
+        assert (~open_).all(1).any()
+
+
+def test_arterials_get_a_protected_left_before_permissive_greens() -> None:
+    protected = permissive = 0
+    for seed in SEEDS:
+        for _, plan in _plans(seed):
+            for phase in plan.phases:
+                states = phase.states
+                lefts = [states[KINDS * a + 2] for a in range(4)]
+                through = [states[KINDS * a] for a in range(4)]
+                if SignalState.ARROW_GO in lefts:
+                    protected += 1
+                    # a protected left runs while the through traffic of every arm is red
+                    assert all(s == SignalState.STOP for s in through)
+                if SignalState.GO in lefts:
+                    permissive += 1
+    assert protected > 0 and permissive > 0
+
+
+def test_connectors_of_signalised_junctions_carry_their_light_in_the_world() -> None:
+    graph = grow(1, 30).graph
+    lit = [lane for lane in graph.lanes.values() if lane.signal is not None]
+    assert lit, "no lights in 30 city tiles"
+    assert all(lane.lane_type == LaneType.CONNECTOR for lane in lit)
+    # connectors of one junction share one program; a light's state is that of its movement group
+    for lane in lit:
+        state = SignalState(int(lane.signal.program.states(np.array([lane.signal.group]), 0.0)[0]))
+        assert isinstance(state, SignalState)
+    unlit = [lane for lane in graph.lanes.values() if lane.lane_type == LaneType.CONNECTOR and lane.signal is None]
+    assert unlit, "every junction has lights"
+    # off: no lights anywhere
+    dark = grow(1, 30, config=ProceduralConfig(signals=None)).graph
+    assert all(lane.signal is None for lane in dark.lanes.values())
+
+
+def test_movement_groups_name_arm_and_turn() -> None:
+    assert movement_group(("conn", 0, 0, 0, 0, 2, 0)) == 0      # from E straight (to W)
+    assert movement_group(("conn", 0, 0, 1, 0, 2, 0)) == KINDS + 1  # from N, right
+    assert movement_group(("conn", 0, 0, 3, -1, 2, 0)) == 3 * KINDS + 2  # from S, left
+    assert movement_group(("lane", 0, 0)) is None
+    assert SignalState.GO in GREEN_STATES

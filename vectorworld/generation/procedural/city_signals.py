@@ -1,0 +1,126 @@
+"""Traffic signals of the procedural city: which junctions have lights, and their fixed-time phase plans.
+
+A junction is signalised with a chance that grows with its roads' class (:class:`SignalConfig`: nearly every
+arterial x arterial crossing, most arterial x residential ones, few residential ones); the others stay
+unsignalised (first come, first served with anti-starvation, see :mod:`policies.junctions`). Everything is
+drawn from the plan's per-junction generator, so the lights are a pure function of (seed, junction).
+
+Movement groups of a junction: ``3 * arm + kind`` for the traffic arriving along ``arm`` (0-3, E N W S) going
+straight (kind 0), right (1) or left (2). A plan serves the two axes in turn (arms 0 / 2, then 1 / 3). An
+arterial axis first gets a *protected* left phase (lefts ARROW_GO, then ARROW_CAUTION, then a short
+all-red), then every movement of the axis gets GO -- the lefts *permissive* (they yield to oncoming
+traffic) -- then CAUTION (yellow) and an all-red clearance before the other axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld.generation.procedural.city_plan import CityPlan, Key
+from vectorworld.signals import LaneSignal, Phase, PhasePlan, SignalState
+
+KINDS = 3
+"""Movement kinds per arm: straight, right, left."""
+GROUPS = 4 * KINDS
+
+
+@dataclass(frozen=True)
+class SignalConfig:
+    """Signal chances per junction class and phase timings (s)."""
+
+    chance_arterial_arterial: float = 0.95
+    chance_arterial_residential: float = 0.6
+    chance_residential: float = 0.1
+    green_arterial_s: tuple[float, float] = (18.0, 28.0)
+    green_residential_s: tuple[float, float] = (10.0, 16.0)
+    protected_left_s: tuple[float, float] = (6.0, 10.0)
+    yellow_s: float = 4.0
+    """Yellow of a 40 mph approach (ITE: 1 s reaction + v / (2 x 3 m/s^2) ~ 4 s)."""
+    arrow_yellow_s: float = 3.0
+    all_red_s: float = 2.0
+    left_clear_s: float = 1.0
+
+
+def movement_group(key: Key) -> int | None:
+    """The movement group of a connector key ``("conn", i, j, arm_in, k_in, arm_out, k_out)``."""
+    if key[0] != "conn":
+        return None
+    a, b = key[3], key[5]
+    kind = {(a + 2) % 4: 0, (a + 1) % 4: 1, (a + 3) % 4: 2}[b]
+    return KINDS * a + kind
+
+
+def controller_id(i: int, j: int) -> int:
+    """A stable id of junction (i, j)'s controller (distinct for |i|, |j| < 2^20)."""
+    return ((i + (1 << 20)) << 21) | (j + (1 << 20))
+
+
+class CitySignals:
+    """The lights of one city plan (cached per junction)."""
+
+    def __init__(self, plan: CityPlan, config: SignalConfig = SignalConfig()) -> None:
+        self.plan = plan
+        self.config = config
+        self._plans: dict[tuple[int, int], PhasePlan | None] = {}
+
+    def signalised(self, i: int, j: int) -> bool:
+        return self.phase_plan(i, j) is not None
+
+    def phase_plan(self, i: int, j: int) -> PhasePlan | None:
+        """The phase plan of junction (i, j), None if it has no lights."""
+        if (i, j) not in self._plans:
+            self._plans[(i, j)] = self._draw(i, j)
+        return self._plans[(i, j)]
+
+    def lane_signal(self, key: Key) -> LaneSignal | None:
+        """The light over a plan lane (connectors of signalised junctions only)."""
+        group = movement_group(key)
+        if group is None:
+            return None
+        i, j = key[1], key[2]
+        plan = self.phase_plan(i, j)
+        return None if plan is None else LaneSignal(controller_id(i, j), group, plan)
+
+    def _draw(self, i: int, j: int) -> PhasePlan | None:
+        cfg, plan = self.config, self.plan
+        if not plan.is_junction(i, j):
+            return None
+        r = plan.rng(7, i, j)
+        arterial_u = plan.line(0, j)[1].median_m > 0
+        arterial_v = plan.line(1, i)[1].median_m > 0
+        chance = (cfg.chance_arterial_arterial if arterial_u and arterial_v else
+                  cfg.chance_arterial_residential if arterial_u or arterial_v else cfg.chance_residential)
+        if r.random() >= chance:
+            return None
+        arms = plan.arms(i, j)
+        phases: list[Phase] = []
+        for axis_arms, arterial in (((0, 2), arterial_u), ((1, 3), arterial_v)):
+            present = [a for a in axis_arms if arms[a]]
+            if not present:
+                continue
+            lefts = [KINDS * a + 2 for a in present]
+            if arterial:
+                left_s = float(r.uniform(*cfg.protected_left_s))
+                phases += [_phase(left_s, {g: SignalState.ARROW_GO for g in lefts}),
+                           _phase(cfg.arrow_yellow_s, {g: SignalState.ARROW_CAUTION for g in lefts}),
+                           _phase(cfg.left_clear_s, {})]
+            green = float(r.uniform(*(cfg.green_arterial_s if arterial else cfg.green_residential_s)))
+            movements = [KINDS * a + k for a in present for k in range(KINDS)]
+            phases += [_phase(green, {g: SignalState.GO for g in movements}),
+                       _phase(cfg.yellow_s, {g: SignalState.CAUTION for g in movements}),
+                       _phase(cfg.all_red_s, {})]
+        cycle = sum(p.duration_s for p in phases)
+        return PhasePlan(tuple(phases), offset_s=float(r.uniform(0.0, cycle)))
+
+
+def _phase(duration_s: float, states: dict[int, SignalState]) -> Phase:
+    """A phase with ``states`` for the groups named and red for every other."""
+    return Phase(duration_s, tuple(states.get(g, SignalState.STOP) for g in range(GROUPS)))
+
+
+def signalised_share(plan: CityPlan, signals: CitySignals, radius: int = 6) -> float:
+    """Share of the junctions with nodes in [-radius, radius]^2 that have lights."""
+    nodes = [(i, j) for i in range(-radius, radius + 1) for j in range(-radius, radius + 1) if plan.is_junction(i, j)]
+    return float(np.mean([signals.signalised(i, j) for i, j in nodes])) if nodes else 0.0
