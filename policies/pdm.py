@@ -3,60 +3,92 @@ Learning-based Vehicle Motion Planning", CoRL 2023), built on the simulator's ow
 
 Each step it
 
-1. builds proposals along the route centreline: IDM longitudinal profiles towards 20/40/60/80/100 % of the
-   speed cap (behind what the shared IDM core says the ego follows: a leader, a held junction entry, the end
-   of the known road), each at lateral offsets -1/0/+1 m, plus one comfortable stop;
-2. forecasts each one 4 s with the simulator's own dynamics (the trajectory tracker and the kinematic
-   bicycle, :func:`vectorworld.vehicle.dynamics.rollout_tracked`), the other agents at constant velocity;
-3. scores the forecasts with the CLS sub-metrics of :mod:`vectorworld.scoring.metrics` (at-fault collision,
-   drivable area, driving direction, making progress; progress relative to the best proposal, TTC, speed
-   limit, comfort) and returns the best one as a :class:`TrajectoryCommand`.
+1. builds longitudinal profiles along the route centreline, behind what the shared IDM core says the ego
+   follows (a leader, a held junction entry, the end of the known road):
 
-It subclasses the IDM route planner, so it shares the IDM core (junction right of way) with the NPC policy
-exactly as ``--planner idm`` does. :meth:`PdmPlanner.plan` needs only a :class:`PolicyInput`, so an external
+   * *comfortable* ones: IDM towards 20/40/60/80/100 % of the speed cap and a 3 m/s^2 stop, each starting
+     from the ego's current acceleration with the jerk limited to :data:`JERK_MPS3` and the acceleration
+     kept inside nuPlan's comfort bounds, so switching from one to another between steps stays smooth;
+   * two *emergency* ones, centreline only: IDM at the full cap without those limits, and a hard stop,
+     chosen only when no comfortable one avoids a forecast contact, leaving the road or a TTC breach;
+
+2. forecasts them 4 s with the simulator's own dynamics (the trajectory tracker and the kinematic bicycle,
+   :func:`vectorworld.vehicle.dynamics.rollout_tracked`), the other agents at constant velocity, and scores
+   them with the CLS sub-metrics (:mod:`policies.pdm_scoring`);
+3. only when no comfortable centreline proposal is clean (a forecast contact, a TTC breach, off the
+   drivable area), or the ego is on an offset and the centreline has been clean for less than 1 s
+   (:data:`RETURN_STEPS`), it adds the comfortable profiles at lateral offsets of -1 / +1 m (reached over
+   3 s of driving), rejecting those that would put the ego into a lane going the other way;
+4. returns the best as a :class:`TrajectoryCommand`, preferring last step's choice on near-ties
+   (:data:`KEEP_BONUS`, :data:`KEEP_OFFSET_BONUS`: temporal consistency, so the ego does not flip between
+   proposals of almost equal score).
+
+It subclasses the IDM route planner, so like ``--planner idm`` it stops where the step's right-of-way
+decision holds it (lights included). :meth:`PdmPlanner.plan` needs only a :class:`PolicyInput`, so an external
 planner can run it on a served session's observation (``tools/example_planner_client.py --planner pdm``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from policies.base import PolicyInput
 from policies.ego import HORIZON_STEPS, IdmRoutePlanner
 from policies.idm import IdmParams, idm_accel
-from vectorworld import geometry
-from vectorworld.scene import LaneGraph
-from vectorworld.scoring import metrics as m
-from vectorworld.scoring.collisions import (
-    BEHIND_ANGLE_RAD,
-    CollisionType,
-    ObjectClass,
-    at_fault,
-    classify_collisions,
-    object_class,
-    rear_axle,
-    relative_angle,
-)
-from vectorworld.scoring.signals import EgoKinematics
-from vectorworld.scoring.ttc import relevant_agents
+from policies.pdm_scoring import MULTIPLIERS, TTC, ForecastScorer
 from vectorworld.vehicle.commands import EgoCommand, TrajectoryCommand
-from vectorworld.vehicle.dynamics import rollout_tracked
-from vectorworld.world.drivable import DrivableGrid
-from vectorworld.world.uniform_paths import UniformPathBatch
+from vectorworld.vehicle.dynamics import BicycleLimits, rollout_tracked
+from vectorworld.world.uniform_paths import UniformPath, UniformPathBatch
 
 SPEED_FRACTIONS = (1.0, 0.8, 0.6, 0.4, 0.2)
 """Of the speed cap; the first is preferred on ties (so is the centreline)."""
-OFFSETS_M = (0.0, -1.0, 1.0)
+OFFSETS_M = (-1.0, 1.0)
+"""Lateral offsets tried (besides the centreline) when the centreline is not clean."""
 FORECAST_STEPS = 40
-SCORE_EVERY = 3
-"""Forecast samples scored: every 0.3 s."""
 LATERAL_BLEND_M = 15.0
-"""Distance over which a proposal moves to its lateral offset."""
+LATERAL_BLEND_S = 3.0
+"""A proposal reaches its lateral offset over max(15 m, 3 s x speed), a cosine blend."""
 STOP_DECEL_MPS2 = 3.0
-NEAR_M = 60.0
-TTC_TIMES_S = (0.3, 0.6, 0.9)
+JERK_MPS3 = 3.0
+"""Jerk limit of the comfortable profiles (nuPlan's longitudinal-jerk bound is 4.13 m/s^3)."""
+START_ACCEL_MPS2 = 1.0
+"""From standstill the comfortable profiles may start at up to this acceleration at once (the tracker holds a
+car whose plan starts slower than 0.05 m/s, which a jerk-limited ramp from 0 would be)."""
+STANDSTILL_MPS = 0.5
+PREVIEW_DECEL_MPS2 = 1.5
+PREVIEW_M = 80.0
+"""The comfortable profiles slow for a lower cap (a speed limit, a curve) up to 80 m ahead at 1.5 m/s^2, so
+they enter it at its speed instead of braking inside it."""
+COMFORT_ACCEL_MPS2 = (-3.8, 2.2)
+"""Acceleration range of the comfortable profiles (inside nuPlan's [-4.05, 2.40] m/s^2)."""
+EMERGENCY_PENALTY = 0.1
+"""Subtracted from the emergency profiles' scores when they may be chosen at all (no comfortable profile
+avoids a forecast contact, leaving the road or a TTC breach)."""
+KEEP_BONUS = 0.01
+KEEP_OFFSET_BONUS = 0.03
+"""Score added to last step's proposal and to every proposal at last step's offset."""
+RETURN_STEPS = 10
+"""An ego on an offset goes back to the centreline once the centreline has been clean this many steps."""
 PDM_IDM = IdmParams(time_headway_s=1.0, max_accel_mps2=2.2, comfort_decel_mps2=3.0)
 """IDM of the proposals: livelier than the NPCs' (the forecast check, not the headway, keeps it safe)."""
+
+
+@dataclass(frozen=True)
+class Profiles:
+    """Longitudinal profiles (L, H): arc positions and speeds; ``comfortable`` (L,) marks the jerk-limited
+    ones (the only ones also tried at lateral offsets)."""
+
+    s: np.ndarray
+    v: np.ndarray
+    comfortable: np.ndarray
+
+
+N_COMFORTABLE = len(SPEED_FRACTIONS) + 1
+"""Comfortable profiles: the IDM speeds, then the stop."""
+N_PROFILES = N_COMFORTABLE + 2
+"""Then the emergency IDM and the hard stop."""
 
 
 class PdmPlanner(IdmRoutePlanner):
@@ -64,30 +96,26 @@ class PdmPlanner(IdmRoutePlanner):
 
     name = "pdm"
 
-    def __init__(self, params: IdmParams = IdmParams(), proposal_idm: IdmParams = PDM_IDM) -> None:
+    def __init__(self, params: IdmParams = IdmParams(), proposal_idm: IdmParams = PDM_IDM,
+                 limits: BicycleLimits = BicycleLimits()) -> None:
         super().__init__(params)
         self.proposal_idm = proposal_idm
-        self._drivable = DrivableGrid()
-        self._painted: dict[int, object] = {}
-        self._graph_version = -1
+        self.limits = limits
+        self.scorer = ForecastScorer(FORECAST_STEPS)
         self.last_scores: np.ndarray = np.zeros(0)
+        self.last_offsets: np.ndarray = np.zeros(0)
+        self.last_profiles: np.ndarray = np.zeros(0, np.int64)
+        """Last step's scores, and each proposal's lateral offset and profile index (see :data:`N_PROFILES`)."""
+        self.last_best = -1
+        self._last: tuple[float, int] | None = None  # (offset, profile index) chosen last step
+        self._routes: dict[int, tuple[UniformPath, UniformPathBatch, np.ndarray]] = {}
+        self._clean_steps = 0
 
     def reset(self) -> None:
         super().reset()
-        self._drivable, self._painted, self._graph_version = DrivableGrid(), {}, -1
-
-    def _sync_drivable(self, graph: LaneGraph) -> DrivableGrid:
-        """The drivable area of ``graph`` (painted lane by lane as lanes come and go)."""
-        if graph.version != self._graph_version:
-            for lane_id in [i for i, lane in self._painted.items() if graph.lanes.get(i) is not lane]:
-                self._drivable.remove(lane_id)
-                del self._painted[lane_id]
-            for lane_id, lane in graph.lanes.items():
-                if lane_id not in self._painted:
-                    self._drivable.add(lane)
-                    self._painted[lane_id] = lane
-            self._graph_version = graph.version
-        return self._drivable
+        self.scorer.reset()
+        self._last, self._clean_steps = None, 0
+        self._routes.clear()
 
     def plan(self, inp: PolicyInput) -> EgoCommand:
         a, e = inp.agents, inp.ego_slot
@@ -95,145 +123,159 @@ class PdmPlanner(IdmRoutePlanner):
         row = plan.row(e)
         profile = self.core.profile(inp, int(a.id[e]))
         if profile is None or plan.gap is None:
+            self._last = None
             return super().plan(inp)
         dt = inp.dt_s
         s0, lat0 = float(plan.s[row]), float(plan.lateral[row])
         v_now = max(float(a.speed[e]), 0.0)
-        path = UniformPathBatch.of([profile.uniform])
-        s_k, v_k = self._longitudinal(path, s0, v_now, float(plan.gap[row]), float(plan.lead_speed[row]), dt)
-        poses, offsets = self._poses(path, s0, lat0, s_k)
-        states = rollout_tracked(np.repeat(a.xy[e][None], len(poses), 0), np.full(len(poses), a.yaw[e]),
-                                 np.full(len(poses), v_now), poses, FORECAST_STEPS, dt)
+        path, preview = self._route(profile.uniform)
+        prof = self._longitudinal(path, preview, s0, v_now, _current_accel(inp), float(plan.gap[row]),
+                                  float(plan.lead_speed[row]), dt)
         limits = np.array([lane.speed_limit_mps for lane in profile.lanes])
-        lane_of = profile.path.lane_index[np.clip(np.searchsorted(profile.path.s, s_k), 0, len(profile.path.s) - 1)]
-        speed_limit = np.concatenate([limits[lane_of]] * len(OFFSETS_M))[:, :FORECAST_STEPS]
-        scores = self.score(inp, states, offsets, np.tile(s_k, (len(OFFSETS_M), 1)), speed_limit, s0)
-        self.last_scores = scores
-        best = int(np.argmax(scores))
+        lane_of = profile.path.lane_index[np.clip(np.searchsorted(profile.path.s, prof.s), 0, len(profile.path.s) - 1)]
+        speed_limit = limits[lane_of][:, :FORECAST_STEPS]
+        blend_m = max(LATERAL_BLEND_M, LATERAL_BLEND_S * v_now)
+        self.scorer.prepare(inp)
+
+        # Stage 1: the centreline.
+        offsets = np.zeros(N_PROFILES)
+        index = np.arange(N_PROFILES)
+        poses = self._poses(path, s0, lat0, prof.s, offsets, blend_m)
+        states = self._forecast(inp, poses)
+        limit_k = speed_limit
+        scores = self.scorer.score(inp, states, offsets, limit_k, np.zeros((len(states), len(self.scorer.idx)), bool))
+        clean = bool(self._clean()[:N_COMFORTABLE].any())
+        self._clean_steps = self._clean_steps + 1 if clean else 0
+        on_offset = self._last is not None and self._last[0] != 0.0
+        try_offsets = not clean or (on_offset and self._clean_steps < RETURN_STEPS)
+        if try_offsets:  # Stage 2: the comfortable profiles at each lateral offset (all rescored together).
+            side = np.repeat(np.array(OFFSETS_M), N_COMFORTABLE)
+            side_index = np.tile(np.arange(N_COMFORTABLE), len(OFFSETS_M))
+            side_poses = self._poses(path, s0, lat0, prof.s[side_index], side, blend_m)
+            states = np.concatenate([states, self._forecast(inp, side_poses)])
+            poses = np.concatenate([poses, side_poses])
+            offsets, index = np.concatenate([offsets, side]), np.concatenate([index, side_index])
+            limit_k = speed_limit[index]
+            against = self.scorer.against_lanes(inp.graph, states, offsets)
+            scores = self.scorer.score(inp, states, offsets, limit_k, against)
+        self.last_scores, self.last_offsets, self.last_profiles = scores, offsets, index
+        safe = self._clean()
+        emergency = index >= N_COMFORTABLE
+        # The emergency profiles only when no comfortable one avoids a contact, leaving the road or a TTC breach.
+        penalty = np.where(emergency, 1.0 if safe[~emergency].any() else EMERGENCY_PENALTY, 0.0)
+        best = int(np.argmax(scores - penalty + self._keep_bonus(offsets, index)))
+        self._last, self.last_best = (float(offsets[best]), int(index[best])), best
         return TrajectoryCommand(poses[best, :HORIZON_STEPS])
 
-    def _longitudinal(self, path: UniformPathBatch, s0: float, v0: float, gap: float, lead_speed: float,
-                      dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """(F + 1, H) arc positions and speeds: IDM towards each speed fraction, then a comfortable stop."""
-        fractions = np.array(SPEED_FRACTIONS)
-        f = len(fractions)
+    def _clean(self) -> np.ndarray:
+        """(P,) bool: the last scored proposals without a forecast contact, off-road or wrong-way sample, or
+        TTC breach."""
+        sub = self.scorer.last_sub_scores
+        return (np.prod([sub[name] for name in MULTIPLIERS], axis=0) > 0.0) & (sub[TTC] > 0.0)
+
+    def _keep_bonus(self, offsets: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """(P,) hysteresis: a small bonus for last step's offset and proposal."""
+        if self._last is None:
+            return np.zeros(len(offsets))
+        same_offset = offsets == self._last[0]
+        return KEEP_OFFSET_BONUS * same_offset + KEEP_BONUS * (same_offset & (index == self._last[1]))
+
+    def _forecast(self, inp: PolicyInput, poses: np.ndarray) -> np.ndarray:
+        a, e = inp.agents, inp.ego_slot
+        n = len(poses)
+        return rollout_tracked(np.repeat(a.xy[e][None], n, 0), np.full(n, a.yaw[e]), np.full(n, max(a.speed[e], 0.0)),
+                               poses, FORECAST_STEPS, inp.dt_s, self.limits)
+
+    def _route(self, uniform: UniformPath) -> tuple[UniformPathBatch, np.ndarray]:
+        """The route path as a batch of one, and its previewed speed cap (cached per route path)."""
+        hit = self._routes.get(id(uniform))
+        if hit is not None and hit[0] is uniform:
+            return hit[1], hit[2]
+        if len(self._routes) > 64:
+            self._routes.clear()
+        path, preview = UniformPathBatch.of([uniform]), preview_cap(uniform.values, uniform.spacing_m)
+        self._routes[id(uniform)] = (uniform, path, preview)
+        return path, preview
+
+    def _longitudinal(self, path: UniformPathBatch, preview: np.ndarray, s0: float, v0: float, a0: float, gap: float,
+                      lead_speed: float, dt: float) -> Profiles:
+        """The :data:`N_PROFILES` profiles over H = FORECAST_STEPS + 3 steps (the tracker reads 3 poses
+        ahead): comfortable IDM speeds and stop, then the emergency IDM and hard stop. The comfortable ones
+        aim at the previewed cap (slowing for a lower limit or a curve ahead in time), the emergency IDM at
+        the cap where it is."""
+        fractions = np.array([*SPEED_FRACTIONS, 0.0, 1.0, 0.0])
+        idm_rows = np.array([True] * len(SPEED_FRACTIONS) + [False, True, False])
+        comfortable = np.arange(N_PROFILES) < N_COMFORTABLE
+        stop_target = np.array([0.0] * len(SPEED_FRACTIONS) + [-STOP_DECEL_MPS2, 0.0, -self.limits.max_decel_mps2])
+        lo, hi = COMFORT_ACCEL_MPS2
+        p = self.proposal_idm
         horizon = FORECAST_STEPS + 3
         grid = np.arange(len(path.values)) * path.spacing_m[0]
         length = float(path.length_m[0])
-        s, v = np.full(f + 1, s0), np.full(f + 1, v0)
-        s_out, v_out = np.zeros((f + 1, horizon)), np.zeros((f + 1, horizon))
-        lead = np.full(f, lead_speed)
-        brake = np.array([-STOP_DECEL_MPS2])
+        s, v, accel = np.full(N_PROFILES, s0), np.full(N_PROFILES, v0), np.full(N_PROFILES, a0)
+        lead = np.full(N_PROFILES, lead_speed)
+        s_out, v_out = np.zeros((N_PROFILES, horizon)), np.zeros((N_PROFILES, horizon))
+        step = JERK_MPS3 * dt
         for k in range(horizon):
-            cap = np.interp(s[:f], grid, path.values)
-            gap_k = (s0 + gap + lead_speed * k * dt) - s[:f]
-            accel = idm_accel(v[:f], np.maximum(fractions * cap, 0.5), gap_k, lead, self.proposal_idm)
-            v = np.maximum(v + np.concatenate([accel, brake]) * dt, 0.0)
+            cap = np.where(comfortable, np.interp(s, grid, preview), np.interp(s, grid, path.values))
+            gap_k = (s0 + gap + lead_speed * k * dt) - s
+            target = np.where(idm_rows, idm_accel(v, np.maximum(fractions * cap, 0.5), gap_k, lead, p), stop_target)
+            if k == 0 and v0 < STANDSTILL_MPS:
+                accel = np.where(target > 0.0, np.maximum(accel, np.minimum(target, START_ACCEL_MPS2)), accel)
+            # Braking is also held to what still ends at rest with the acceleration back at 0 (|a| <=
+            # sqrt(2 j v)), so a comfortable stop does not end in a jerk.
+            floor = np.maximum(lo, -np.sqrt(2.0 * JERK_MPS3 * v))
+            smooth = np.minimum(np.maximum(target, np.maximum(accel - step, floor)), np.minimum(accel + step, hi))
+            wanted = np.where(comfortable, smooth, target)
+            if k == 2:
+                # The engine's tracker takes the first step's speed as 2 v2 - v3 (from poses 1-3): that is v1
+                # only if the acceleration of step 3 equals step 2's. Held here, the first step runs at the
+                # planned a1; with a ramp through it the tracker would replay a0 forever (the ego could
+                # never change its acceleration).
+                wanted = accel
+            v_next = np.maximum(v + wanted * dt, 0.0)
+            accel = (v_next - v) / dt  # what was applied (a stopped car stops braking)
+            v = v_next
             s = np.minimum(s + v * dt, length)
             s_out[:, k], v_out[:, k] = s, v
-        return s_out, v_out
+        return Profiles(s_out, v_out, comfortable)
 
-    def _poses(self, path: UniformPathBatch, s0: float, lat0: float, s_k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(P, H, 3) poses of every (profile, offset) pair (offsets outer), and each proposal's offset (P,)."""
-        n, h = s_k.shape
-        offsets = np.repeat(np.array(OFFSETS_M), n)
-        s_all = np.tile(s_k, (len(OFFSETS_M), 1))
-        blend = np.clip((s_all - s0) / LATERAL_BLEND_M, 0.0, 1.0)
+    @staticmethod
+    def _poses(path: UniformPathBatch, s0: float, lat0: float, s_k: np.ndarray, offsets: np.ndarray,
+               blend_m: float) -> np.ndarray:
+        """(P, H, 3) poses of the profiles ``s_k`` (P, H) at lateral ``offsets`` (P,), blended in from the
+        ego's lateral position ``lat0`` over ``blend_m`` of arc."""
+        p, h = s_k.shape
+        blend = np.clip((s_k - s0) / blend_m, 0.0, 1.0)
         blend = 0.5 - 0.5 * np.cos(np.pi * blend)
         lateral = lat0 + (offsets[:, None] - lat0) * blend
         length = path.length_m[0]
-        pts, _ = path.at(s_all.reshape(1, -1))
-        ahead, _ = path.at(np.minimum(s_all + 0.5, length).reshape(1, -1))
-        back, _ = path.at(np.maximum(s_all - 0.5, 0.0).reshape(1, -1))
+        flat = s_k.reshape(1, -1)
+        pts, _ = path.at(flat)
+        ahead, _ = path.at(np.minimum(flat + 0.5, length))
+        back, _ = path.at(np.maximum(flat - 0.5, 0.0))
         d = (ahead - back)[0]
         yaw = np.arctan2(d[:, 1], d[:, 0])
         xy = pts[0] + lateral.reshape(-1, 1) * np.stack([-np.sin(yaw), np.cos(yaw)], -1)
-        return np.concatenate([xy, yaw[:, None]], -1).reshape(len(offsets), h, 3), offsets
-
-    def score(self, inp: PolicyInput, states: np.ndarray, offsets: np.ndarray, s_k: np.ndarray,
-              speed_limit: np.ndarray, s0: float) -> np.ndarray:
-        """(P,) CLS of the forecast ego states (P, H, 4) against the constant-velocity forecast of the others."""
-        a, e = inp.agents, inp.ego_slot
-        dt = inp.dt_s
-        p = len(states)
-        idx = np.arange(SCORE_EVERY - 1, FORECAST_STEPS, SCORE_EVERY)
-        t = (idx + 1) * dt
-        ego = states[:, idx]  # (P, K, 4)
-        others = a.valid.copy()
-        others[e] = False
-        others &= np.linalg.norm(a.xy - a.xy[e], axis=-1) < NEAR_M
-        o = np.nonzero(others)[0]
-        vel = a.speed[o, None] * np.stack([np.cos(a.yaw[o]), np.sin(a.yaw[o])], -1)
-        lengths, widths = np.full(1, a.length[e]), np.full(1, a.width[e])
-        ego_corners = geometry.box_corners(ego[..., :2], ego[..., 2], lengths, widths)  # (P, K, 4, 2)
-        vru = np.zeros(p)
-        vehicle = np.zeros(p)
-        obj = np.zeros(p)
-        min_ttc = np.full(p, np.inf)
-        if len(o):
-            at_xy = a.xy[o][None] + t[:, None, None] * vel[None]  # (K, N, 2)
-            corners = geometry.box_corners(at_xy, a.yaw[o][None], a.length[o][None], a.width[o][None])  # (K, N, 4, 2)
-            reach = 0.5 * (np.hypot(a.length[e], a.width[e]) + np.hypot(a.length[o], a.width[o]))  # (N,)
-            hit = _overlaps(ego[..., :2], ego_corners, at_xy, corners, reach)  # (P, K, N)
-            first = np.argmax(hit.any(-1), 1)
-            collides = hit.any((1, 2))
-            classes = object_class(a.agent_type[o])
-            follower = relative_angle(rear_axle(a.xy[e], a.yaw[e]), a.yaw[e], a.xy[o]) > BEHIND_ANGLE_RAD
-            for q in np.nonzero(collides)[0]:
-                k = first[q]
-                n_hit = np.nonzero(hit[q, k])[0]
-                kinds = classify_collisions(ego[q, k, :2], ego[q, k, 2], ego[q, k, 3], a.length[e], a.width[e],
-                                            at_xy[k, n_hit], a.yaw[o][n_hit], a.speed[o][n_hit], a.length[o][n_hit],
-                                            a.width[o][n_hit], a.agent_type[o][n_hit])
-                # Stricter than the episode score: in a forecast every contact counts as one to avoid (the
-                # crossing car that would hit our side or rear quarter too) but one by a car following us
-                # now (braking cannot avoid it) or with the ego standing.
-                fault = (at_fault(kinds, offsets[q] != 0.0) | (kinds == CollisionType.ACTIVE_LATERAL)
-                         | ((kinds == CollisionType.ACTIVE_REAR) & ~follower[n_hit]))
-                for cls in classes[n_hit][fault]:
-                    (vru if cls == ObjectClass.VRU else vehicle if cls == ObjectClass.VEHICLE else obj)[q] += 1
-                if fault.any():
-                    min_ttc[q] = 0.0
-            # TTC: each sample projected ahead at constant velocity against the agents' forecast.
-            ego_vel = ego[..., 3:4] * np.stack([np.cos(ego[..., 2]), np.sin(ego[..., 2])], -1)
-            for dt_ttc in TTC_TIMES_S:
-                ego_at = ego[..., :2] + dt_ttc * ego_vel
-                c_ego = geometry.box_corners(ego_at, ego[..., 2], lengths, widths)
-                c_oth = geometry.box_corners(at_xy + dt_ttc * vel[None], a.yaw[o][None], a.length[o][None],
-                                             a.width[o][None])
-                near = _overlaps(ego_at, c_ego, at_xy + dt_ttc * vel[None], c_oth, reach) & ~hit  # (P, K, N)
-                wide = (offsets != 0.0)[:, None, None]
-                relevant = relevant_agents(ego[..., None, :2], ego[..., None, 2], at_xy[None], wide)
-                breach = (near & relevant & (ego[..., None, 3] > m.EGO_STOPPED_TTC_MPS)).any((1, 2))
-                min_ttc = np.where(breach, np.minimum(min_ttc, dt_ttc), min_ttc)
-        offroad = ~self._sync_drivable(inp.graph).contains(ego_corners).all(-1)  # (P, K)
-        progress = s_k[:, FORECAST_STEPS - 1] - s0
-        ratio = m.ego_progress_along_route(progress, np.full(p, max(progress.max(), m.PROGRESS_FLOOR_M)))
-        history = a.history[e][a.history_valid[e]]
-        full = np.concatenate([np.broadcast_to(history[None], (p, *history.shape)), states], 1)
-        kin = EgoKinematics.of(full[..., :2], full[..., 2], full[..., 3], dt)
-        overspeed = np.maximum(states[..., 3] - speed_limit, 0.0)
-        scores = {
-            "no_at_fault_collisions": m.no_at_fault_collisions(vru, vehicle, obj),
-            "drivable_area_compliance": m.drivable_area_compliance(offroad),
-            "driving_direction_compliance": m.driving_direction_compliance(np.diff(s_k, axis=1), dt),
-            "ego_is_making_progress": m.ego_is_making_progress(ratio),
-            "ego_progress_along_route": ratio,
-            "time_to_collision_within_bound": m.time_to_collision_within_bound(min_ttc),
-            "speed_limit_compliance": m.speed_limit_compliance(overspeed, dt),
-            "ego_is_comfortable": m.ego_is_comfortable(kin),
-        }
-        return m.closed_loop_score(scores)
+        return np.concatenate([xy, yaw[:, None]], -1).reshape(p, h, 3)
 
 
-def _overlaps(ego_xy: np.ndarray, ego_corners: np.ndarray, xy: np.ndarray, corners: np.ndarray,
-              reach: np.ndarray) -> np.ndarray:
-    """(P, K, N) overlap of ego boxes (P, K) with agent boxes (K, N); the exact test only where the centres
-    are closer than ``reach`` (N,) (the sum of the half diagonals)."""
-    d = ego_xy[:, :, None] - xy[None]
-    near = np.einsum("pkni,pkni->pkn", d, d) < reach[None, None] ** 2
-    out = np.zeros(near.shape, bool)
-    q, k, n = np.nonzero(near)
-    if len(q):
-        out[q, k, n] = geometry.boxes_overlap(ego_corners[q, k], corners[k, n])
-    return out
+def preview_cap(cap: np.ndarray, spacing_m: float, decel: float = PREVIEW_DECEL_MPS2,
+                window_m: float = PREVIEW_M) -> np.ndarray:
+    """(J,) the speed at each point of a uniform path from which a lower cap up to ``window_m`` ahead is
+    reached braking at ``decel``: min over j >= i of sqrt(cap_j^2 + 2 decel (s_j - s_i))."""
+    n = len(cap)
+    ahead = min(n, int(window_m / spacing_m) + 1)
+    pad = np.concatenate([cap, np.full(ahead - 1, np.inf)])
+    windows = np.lib.stride_tricks.sliding_window_view(pad, ahead)  # (J, ahead): cap_i .. cap_{i+ahead-1}
+    reach = 2.0 * decel * spacing_m * np.arange(ahead)
+    return np.sqrt(np.min(windows**2 + reach[None], axis=1))
+
+
+def _current_accel(inp: PolicyInput) -> float:
+    """The ego's acceleration over its last step (from the history; 0 without one)."""
+    a, e = inp.agents, inp.ego_slot
+    valid = a.history_valid[e]
+    if valid.sum() < 2 or not (valid[-1] and valid[-2]):
+        return 0.0
+    return float(a.history[e, -1, 3] - a.history[e, -2, 3]) / inp.dt_s

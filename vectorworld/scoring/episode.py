@@ -220,7 +220,7 @@ class EpisodeScorer:
     def sub_scores(self) -> dict[str, float]:
         """Each registered sub-metric's score for the episode so far."""
         progress_ratio = float(ego_progress_along_route(self.route_progress_m, self.reference_progress_m))
-        kin = EgoKinematics.of(np.array(self._xy), np.array(self._yaw), np.array(self._speed), self.dt_s)
+        kin = EgoKinematics.of(np.array(self._yaw), np.array(self._speed), self.dt_s)
         scores = {
             "no_at_fault_collisions": float(no_at_fault_collisions(*self._at_fault)),
             "drivable_area_compliance": float(drivable_area_compliance(np.array(self._offroad))),

@@ -140,7 +140,7 @@ def ego_is_comfortable(k: EgoKinematics) -> np.ndarray:
     lo, hi = COMFORT_LON_ACCEL_MPS2
     ok = ((k.lon_accel >= lo) & (k.lon_accel <= hi) & (np.abs(k.lat_accel) <= COMFORT_LAT_ACCEL_MPS2)
           & (np.abs(k.yaw_rate) <= COMFORT_YAW_RATE_RPS) & (np.abs(k.yaw_accel) <= COMFORT_YAW_ACCEL_RPS2)
-          & (np.abs(k.lon_jerk) <= COMFORT_LON_JERK_MPS3) & (k.jerk_magnitude <= COMFORT_JERK_MPS3))
+          & (np.abs(k.lon_jerk) <= COMFORT_LON_JERK_MPS3) & (np.abs(k.jerk_magnitude) <= COMFORT_JERK_MPS3))
     return np.all(ok, axis=-1).astype(float)
 
 

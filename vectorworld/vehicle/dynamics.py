@@ -106,43 +106,51 @@ def rollout_tracked(xy: np.ndarray, yaw: np.ndarray, speed: np.ndarray, poses: n
     batched, for ``steps`` steps. At step k the remaining poses ``poses[:, k:]`` are tracked (the plan is
     followed, not re-planned). xy (P, 2), yaw (P,), speed (P,), poses (P, T, 3) with T >= steps + 3.
     Returns (P, steps, 4) states (x, y, yaw, speed) after each step."""
-    xy, yaw, speed = np.array(xy, float), np.array(yaw, float), np.array(speed, float)
-    n = len(xy)
+    x, y = np.array(xy, float)[:, 0].copy(), np.array(xy, float)[:, 1].copy()
+    yaw, speed = geometry.wrap_angle(np.array(yaw, float)), np.array(speed, float)
+    n = len(x)
     rows = np.arange(n)
-    out = np.zeros((n, steps, 4))
-    pts = poses[..., :2]
-    seg = np.sqrt(np.einsum("ptk,ptk->pt", np.diff(pts, axis=1), np.diff(pts, axis=1)))  # (P, T-1)
+    out = np.zeros((4, steps, n))
+    px, py = np.ascontiguousarray(poses[..., 0], float), np.ascontiguousarray(poses[..., 1], float)
+    dx, dy = np.diff(px, axis=1), np.diff(py, axis=1)
+    seg = np.sqrt(dx * dx + dy * dy)  # (P, T-1)
     cum = np.concatenate([np.zeros((n, 1)), np.cumsum(seg, 1)], 1)  # (P, T) arc length along the poses
+    seg_speed = seg / dt_s
+    wheelbase, max_decel, max_accel = limits.wheelbase_m, limits.max_decel_mps2, limits.max_accel_mps2
+    max_steer = limits.max_steering_rad
     for k in range(steps):
-        target_speed = np.maximum(2.0 * seg[:, k] / dt_s - seg[:, k + 1] / dt_s, 0.0)
-        accel = (target_speed - speed) / dt_s
-        first = pts[:, k] - xy
-        d0 = np.sqrt(np.einsum("pk,pk->p", first, first))
-        s = d0[:, None] + cum[:, k:] - cum[:, k:k + 1]  # arc length of poses k.. from the ego, via pose k
-        lookahead = np.minimum(np.maximum(gains.lookahead_min_m, gains.lookahead_time_s * speed), s[:, -1])
-        j = (s < lookahead[:, None]).sum(1)  # the segment [j-1, j] of [ego, poses k..] holding the lookahead
-        j = np.clip(j, 0, s.shape[1] - 1)
-        s_lo = np.where(j > 0, s[rows, np.maximum(j - 1, 0)], 0.0)
-        p_lo = np.where((j > 0)[:, None], pts[rows, k + np.maximum(j - 1, 0)], xy)
-        p_hi = pts[rows, k + j]
+        target_speed = np.maximum(2.0 * seg_speed[:, k] - seg_speed[:, k + 1], 0.0)
+        fx, fy = px[:, k] - x, py[:, k] - y
+        s = cum[:, k:] + (np.sqrt(fx * fx + fy * fy) - cum[:, k])[:, None]  # arc of poses k.. from the ego, via k
+        last = s[:, -1]
+        lookahead = np.minimum(np.maximum(gains.lookahead_min_m, gains.lookahead_time_s * speed), last)
+        j = np.minimum((s < lookahead[:, None]).sum(1), s.shape[1] - 1)  # segment [j-1, j] of [ego, poses k..]
+        has = j > 0
+        jm = np.maximum(j - 1, 0)
+        s_lo = np.where(has, s[rows, jm], 0.0)
+        lo_x = np.where(has, px[rows, k + jm], x)
+        lo_y = np.where(has, py[rows, k + jm], y)
         span = s[rows, j] - s_lo
-        w = np.where(span > 1e-12, (lookahead - s_lo) / np.where(span > 1e-12, span, 1.0), 0.0)
-        rel = p_lo + w[:, None] * (p_hi - p_lo) - xy  # the lookahead target, relative to the ego
+        long = span > 1e-12
+        w = np.where(long, (lookahead - s_lo) / np.where(long, span, 1.0), 0.0)
+        rel_x = lo_x + w * (px[rows, k + j] - lo_x) - x  # the lookahead target, relative to the ego
+        rel_y = lo_y + w * (py[rows, k + j] - lo_y) - y
         c, si = np.cos(yaw), np.sin(yaw)
-        local_y = c * rel[:, 1] - si * rel[:, 0]
-        dist2 = rel[:, 0] * rel[:, 0] + rel[:, 1] * rel[:, 1]
-        steering = np.where((dist2 < 1e-6) | (s[:, -1] < 1e-3), 0.0,
-                            np.arctan2(2.0 * limits.wheelbase_m * local_y, np.maximum(dist2, 1e-12)))
+        dist2 = rel_x * rel_x + rel_y * rel_y
         stop = (target_speed < 0.05) & (speed < 0.5)
-        accel = np.minimum(np.maximum(np.where(stop, -limits.max_decel_mps2, accel), -limits.max_decel_mps2),
-                           limits.max_accel_mps2)
-        steering = np.minimum(np.maximum(np.where(stop, 0.0, steering), -limits.max_steering_rad),
-                              limits.max_steering_rad)
+        steering = np.arctan2(2.0 * wheelbase * (c * rel_y - si * rel_x), np.maximum(dist2, 1e-12))
+        steering[(dist2 < 1e-6) | (last < 1e-3) | stop] = 0.0
+        accel = (target_speed - speed) / dt_s
+        accel[stop] = -max_decel
+        accel = np.minimum(np.maximum(accel, -max_decel), max_accel)
+        steering = np.minimum(np.maximum(steering, -max_steer), max_steer)
         v_next = np.minimum(np.maximum(speed + accel * dt_s, 0.0), limits.max_speed_mps)
-        yaw_rate = v_next / limits.wheelbase_m * np.tan(steering)
+        yaw_rate = v_next / wheelbase * np.tan(steering)
         yaw_mid = yaw + 0.5 * yaw_rate * dt_s
         step = v_next * dt_s
-        xy = xy + np.column_stack([step * np.cos(yaw_mid), step * np.sin(yaw_mid)])
-        yaw, speed = geometry.wrap_angle(yaw + yaw_rate * dt_s), v_next
-        out[:, k, :2], out[:, k, 2], out[:, k, 3] = xy, yaw, speed
-    return out
+        x = x + step * np.cos(yaw_mid)
+        y = y + step * np.sin(yaw_mid)
+        yaw, speed = yaw + yaw_rate * dt_s, v_next  # wrapped once at the end (cos / sin do not mind)
+        out[0, k], out[1, k], out[2, k], out[3, k] = x, y, yaw, speed
+    out[2] = geometry.wrap_angle(out[2])
+    return out.transpose(2, 1, 0)
