@@ -50,7 +50,7 @@ def test_decode_loss_ignores_known_slots_and_trains_the_dit() -> None:
     loss, _ = one_step_decode_loss(model, fn, x, cond, batch, torch.Generator().manual_seed(5))
     relabelled = dict(batch, lane_valid=batch["lane_valid"] ^ batch["lane_cond"])  # flip only known slots
     again, _ = one_step_decode_loss(model, fn, x, cond, relabelled, torch.Generator().manual_seed(5))
-    assert float(again) == pytest.approx(float(loss), rel=1e-6)
+    assert float(again.detach()) == pytest.approx(float(loss.detach()), rel=1e-6)
     loss.backward()
     grads = [p.grad for p in model.dit.parameters() if p.grad is not None]
     assert grads and any(float(g.abs().sum()) > 0.0 for g in grads)
