@@ -248,7 +248,7 @@ class Tile(_message.Message):
     def __init__(self, id: _Optional[int] = ..., center_x_m: _Optional[float] = ..., center_y_m: _Optional[float] = ..., yaw_rad: _Optional[float] = ..., order: _Optional[int] = ..., generator: _Optional[str] = ..., lane_ids: _Optional[_Iterable[int]] = ..., size_m: _Optional[float] = ...) -> None: ...
 
 class StepMetrics(_message.Message):
-    __slots__ = ("ego_collided_ids", "ego_offroad", "npc_collision_events", "npc_offroad_events", "npc_infeasible_steps", "npc_vehicle_steps", "ego_comfortable", "ego_distance_m", "score_events", "ego_red_light")
+    __slots__ = ("ego_collided_ids", "ego_offroad", "npc_collision_events", "npc_offroad_events", "npc_infeasible_steps", "npc_vehicle_steps", "ego_comfortable", "ego_distance_m", "score_events", "ego_red_light", "ego_stopped")
     EGO_COLLIDED_IDS_FIELD_NUMBER: _ClassVar[int]
     EGO_OFFROAD_FIELD_NUMBER: _ClassVar[int]
     NPC_COLLISION_EVENTS_FIELD_NUMBER: _ClassVar[int]
@@ -259,6 +259,7 @@ class StepMetrics(_message.Message):
     EGO_DISTANCE_M_FIELD_NUMBER: _ClassVar[int]
     SCORE_EVENTS_FIELD_NUMBER: _ClassVar[int]
     EGO_RED_LIGHT_FIELD_NUMBER: _ClassVar[int]
+    EGO_STOPPED_FIELD_NUMBER: _ClassVar[int]
     ego_collided_ids: _containers.RepeatedScalarFieldContainer[int]
     ego_offroad: bool
     npc_collision_events: int
@@ -269,7 +270,8 @@ class StepMetrics(_message.Message):
     ego_distance_m: float
     score_events: _containers.RepeatedScalarFieldContainer[str]
     ego_red_light: bool
-    def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ..., score_events: _Optional[_Iterable[str]] = ..., ego_red_light: _Optional[bool] = ...) -> None: ...
+    ego_stopped: bool
+    def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ..., score_events: _Optional[_Iterable[str]] = ..., ego_red_light: _Optional[bool] = ..., ego_stopped: _Optional[bool] = ...) -> None: ...
 
 class Observation(_message.Message):
     __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table", "history_delivery", "history_base_step", "traffic_lights")
@@ -356,7 +358,7 @@ class Frame(_message.Message):
     def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., capacity: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_slot: _Optional[int] = ..., new_tiles: _Optional[_Iterable[_Union[Tile, _Mapping]]] = ..., new_lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., removed_lane_ids: _Optional[_Iterable[int]] = ..., ego_plan: _Optional[_Iterable[_Union[Pose, _Mapping]]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., km: _Optional[float] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., timings: _Optional[_Union[FrameTimings, _Mapping]] = ..., traffic_lights: _Optional[_Iterable[_Union[TrafficLight, _Mapping]]] = ...) -> None: ...
 
 class EpisodeReport(_message.Message):
-    __slots__ = ("seed", "km", "steps", "completed", "end_reason", "ego_collisions", "ego_offroad_rate", "npc_collisions_per_km", "npc_offroad_per_km", "kinematic_infeasibility_rate", "ego_comfort_rate", "sim_s", "wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms", "tiles", "fallback_tiles", "extra_json", "cls", "driving_score", "route_completion", "at_fault_collisions", "infractions_per_km", "red_light_infractions")
+    __slots__ = ("seed", "km", "steps", "completed", "end_reason", "ego_collisions", "ego_offroad_rate", "npc_collisions_per_km", "npc_offroad_per_km", "kinematic_infeasibility_rate", "ego_comfort_rate", "sim_s", "wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms", "tiles", "fallback_tiles", "extra_json", "cls", "driving_score", "route_completion", "at_fault_collisions", "infractions_per_km", "red_light_infractions", "ego_stopped_rate")
     SEED_FIELD_NUMBER: _ClassVar[int]
     KM_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
@@ -383,6 +385,7 @@ class EpisodeReport(_message.Message):
     AT_FAULT_COLLISIONS_FIELD_NUMBER: _ClassVar[int]
     INFRACTIONS_PER_KM_FIELD_NUMBER: _ClassVar[int]
     RED_LIGHT_INFRACTIONS_FIELD_NUMBER: _ClassVar[int]
+    EGO_STOPPED_RATE_FIELD_NUMBER: _ClassVar[int]
     seed: int
     km: float
     steps: int
@@ -409,4 +412,5 @@ class EpisodeReport(_message.Message):
     at_fault_collisions: int
     infractions_per_km: float
     red_light_infractions: int
-    def __init__(self, seed: _Optional[int] = ..., km: _Optional[float] = ..., steps: _Optional[int] = ..., completed: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., ego_collisions: _Optional[int] = ..., ego_offroad_rate: _Optional[float] = ..., npc_collisions_per_km: _Optional[float] = ..., npc_offroad_per_km: _Optional[float] = ..., kinematic_infeasibility_rate: _Optional[float] = ..., ego_comfort_rate: _Optional[float] = ..., sim_s: _Optional[float] = ..., wall_s: _Optional[float] = ..., rtf: _Optional[float] = ..., tile_ms_p50: _Optional[float] = ..., tile_ms_p95: _Optional[float] = ..., npc_policy_ms: _Optional[float] = ..., tiles: _Optional[int] = ..., fallback_tiles: _Optional[int] = ..., extra_json: _Optional[str] = ..., cls: _Optional[float] = ..., driving_score: _Optional[float] = ..., route_completion: _Optional[float] = ..., at_fault_collisions: _Optional[int] = ..., infractions_per_km: _Optional[float] = ..., red_light_infractions: _Optional[int] = ...) -> None: ...
+    ego_stopped_rate: float
+    def __init__(self, seed: _Optional[int] = ..., km: _Optional[float] = ..., steps: _Optional[int] = ..., completed: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., ego_collisions: _Optional[int] = ..., ego_offroad_rate: _Optional[float] = ..., npc_collisions_per_km: _Optional[float] = ..., npc_offroad_per_km: _Optional[float] = ..., kinematic_infeasibility_rate: _Optional[float] = ..., ego_comfort_rate: _Optional[float] = ..., sim_s: _Optional[float] = ..., wall_s: _Optional[float] = ..., rtf: _Optional[float] = ..., tile_ms_p50: _Optional[float] = ..., tile_ms_p95: _Optional[float] = ..., npc_policy_ms: _Optional[float] = ..., tiles: _Optional[int] = ..., fallback_tiles: _Optional[int] = ..., extra_json: _Optional[str] = ..., cls: _Optional[float] = ..., driving_score: _Optional[float] = ..., route_completion: _Optional[float] = ..., at_fault_collisions: _Optional[int] = ..., infractions_per_km: _Optional[float] = ..., red_light_infractions: _Optional[int] = ..., ego_stopped_rate: _Optional[float] = ...) -> None: ...

@@ -83,7 +83,7 @@ def step_metrics_to_proto(m: StepMetrics, out: world_pb2.StepMetrics) -> world_p
     out.npc_infeasible_steps, out.npc_vehicle_steps = int(m.npc_infeasible_steps), int(m.npc_vehicle_steps)
     out.ego_distance_m = float(m.ego_distance_m)
     out.score_events.extend(m.score_events)
-    out.ego_red_light = bool(m.ego_red_light)
+    out.ego_red_light, out.ego_stopped = bool(m.ego_red_light), bool(m.ego_stopped)
     return out
 
 
@@ -91,7 +91,7 @@ def step_metrics_from_proto(msg: world_pb2.StepMetrics) -> StepMetrics:
     return StepMetrics(tuple(msg.ego_collided_ids), msg.ego_offroad, msg.npc_collision_events,
                        msg.npc_offroad_events, msg.npc_infeasible_steps, msg.npc_vehicle_steps,
                        msg.ego_comfortable, msg.ego_distance_m, tuple(msg.score_events),
-                       ego_red_light=msg.ego_red_light)
+                       ego_red_light=msg.ego_red_light, ego_stopped=msg.ego_stopped)
 
 
 def signals_to_proto(view: SignalView, out: Any) -> None:  # noqa: ANN401 - repeated TrafficLight field
