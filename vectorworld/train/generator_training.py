@@ -18,8 +18,8 @@ from torch.nn import functional as F
 from vectorworld.generation.learned.egr_dit import DiTConfig
 from vectorworld.generation.learned.meanflow import MeanFlowConfig, VelocityFn, meanflow_loss
 from vectorworld.generation.learned.outpaint import OutpaintModel
-from vectorworld.generation.learned.tile_tensors import EDGE_LEFT, EDGE_RIGHT, HALF_TILE_M
-from vectorworld.generation.learned.vae import TileVAE, VAEConfig, batch_to_torch, curve_points
+from vectorworld.generation.learned.tile_tensors import EDGE_LEFT, EDGE_RIGHT
+from vectorworld.generation.learned.vae import TileVAE, VAEConfig, batch_to_torch
 
 Tiles = dict[str, np.ndarray]
 Logger = Callable[[int, dict[str, float]], None]
@@ -188,9 +188,8 @@ def one_step_decode_loss(model: OutpaintModel, fn: VelocityFn, x: torch.Tensor, 
                          ) -> tuple[torch.Tensor, dict[str, float]]:
     """What the one-step sampler makes of the frontier, judged in data space: x1 = z_1 - u(z_1, 0, 1)
     decoded by the frozen VAE; the loss is the existence cross-entropy of every frontier lane / agent slot.
-    The curve error (metres, smooth L1) of the frontier lanes that exist is reported, not trained: which
-    frontier lane a slot holds is one of many plausible ones, and regressing its geometry would pull the
-    one-step map to the blurred mean of them.
+    Geometry is not regressed: which frontier lane a slot holds is one of many plausible ones, and
+    regressing it would pull the one-step map to the blurred mean of them.
 
     The MeanFlow loss weighs every latent dimension alike, so a one-step map that drifts the existence
     direction of free slots toward "no lane" costs it little; here that drift is the loss."""
@@ -204,13 +203,8 @@ def one_step_decode_loss(model: OutpaintModel, fn: VelocityFn, x: torch.Tensor, 
     lane_valid, agent_valid = batch["lane_valid"].float(), batch["agent_valid"].float()
     lane_exist = F.binary_cross_entropy_with_logits(out["lane_logit"][free_l], lane_valid[free_l])
     agent_exist = F.binary_cross_entropy_with_logits(out["agent_logit"][free_a], agent_valid[free_a])
-    err = F.smooth_l1_loss(curve_points(out["lane_feat"].detach()) * HALF_TILE_M,
-                           curve_points(batch["lane_feat"]) * HALF_TILE_M, beta=0.2, reduction="none")
-    shown = (free_l & batch["lane_valid"]).float()
-    lane_pts = (err.mean((-1, -2)) * shown).sum() / shown.sum().clamp(min=1.0)
     total = lane_exist + agent_exist
-    return total, {"dec_lane_exist": float(lane_exist.detach()), "dec_agent_exist": float(agent_exist.detach()),
-                   "dec_lane_m": float(lane_pts.detach())}
+    return total, {"dec_lane_exist": float(lane_exist.detach()), "dec_agent_exist": float(agent_exist.detach())}
 
 
 def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: MeanFlowConfig,
