@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,12 @@ def test_without_resume_a_run_starts_over(tmp_path: Path) -> None:
     run_training(tiles, held, CONFIG, tmp_path, stop_after_steps=5)
     again = run_training(tiles, held, CONFIG, tmp_path, stop_after_steps=2)
     assert again.vae_trainer.step == 2 and again.state.stage == "vae"
+
+
+def test_a_finished_run_resumed_with_more_dit_steps_continues(tmp_path: Path) -> None:
+    tiles, held = _data()
+    run_training(tiles, held, CONFIG, tmp_path)
+    longer = replace(CONFIG, dit_steps=9)
+    extended = run_training(tiles, held, longer, tmp_path, resume=True)
+    assert extended.state.stage == "done" and extended.dit_trainer.step == 9
+    assert [p["dit_step"] for p in extended.state.curve] == [3.0, 6.0, 9.0]

@@ -199,6 +199,8 @@ class GeneratorRun:
             self.model.dit.load_state_dict(blob["dit"])
             self.dit_trainer.load_state_dict(blob["dit_trainer"])
         self.state.stage = str(blob["state"]["stage"])
+        if self.state.stage == "done" and self.dit_trainer is not None and not self.dit_trainer.done:
+            self.state.stage = "dit"  # a finished run resumed with more DiT steps continues
 
     def export(self, folder: Path, metadata: dict[str, object]) -> Path:
         """Save the current model as a generator checkpoint folder (OutpaintModel.load reads it)."""
