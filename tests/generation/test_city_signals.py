@@ -91,3 +91,52 @@ def test_movement_groups_name_arm_and_turn() -> None:
     assert movement_group(("conn", 0, 0, 3, -1, 2, 0)) == 3 * KINDS + 2  # from S, left
     assert movement_group(("lane", 0, 0)) is None
     assert SignalState.GO in GREEN_STATES
+
+
+def _green_start(plan, through_group: int) -> float:  # noqa: ANN001 - PhasePlan
+    """Seconds into the cycle (at t = 0 of the plan's clock) when ``through_group`` turns GO."""
+    t, was_go = 0.0, False
+    for phase in plan.phases:
+        go = phase.states[through_group] == SignalState.GO
+        if go and not was_go:
+            return (t - plan.offset_s) % plan.cycle_s
+        was_go, t = go, t + phase.duration_s
+    raise AssertionError("no green for the group")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_light_of_a_city_runs_one_cycle(seed: int) -> None:
+    cycles = {round(plan.cycle_s, 6) for _, plan in _plans(seed)}
+    assert len(cycles) == 1
+
+
+def _mod_distance(a: float, b: float, cycle: float) -> float:
+    d = (a - b) % cycle
+    return min(d, cycle - d)
+
+
+def test_arterials_carry_a_green_wave_at_the_progression_speed() -> None:
+    """Along an arterial line (along u), consecutive coordinated junctions open their through green one
+    travel time (distance / progression speed) apart, all in the line's one wave direction."""
+    checked = 0
+    for seed in SEEDS:
+        plan = CityPlan(seed)
+        signals = CitySignals(plan)
+        for j in range(-3, 4):
+            road = plan.line(0, j)[1]
+            if road.median_m <= 0:
+                continue
+            nodes = [i for i in range(-6, 7) if plan.is_junction(i, j) and signals.signalised(i, j)
+                     and (plan.line(1, i)[1].median_m <= 0 or road.lanes >= plan.line(1, i)[1].lanes)]
+            directions = set()
+            for a, b in zip(nodes, nodes[1:], strict=False):
+                pa, pb = signals.phase_plan(a, j), signals.phase_plan(b, j)
+                travel = (plan.node_xy(b, j)[0] - plan.node_xy(a, j)[0]) / (signals.config.progression * road.speed_mps)
+                shift = _green_start(pb, 0) - _green_start(pa, 0)  # group 0: arriving from the east, straight
+                forward = _mod_distance(shift, travel, pa.cycle_s) < 1e-6
+                backward = _mod_distance(shift, -travel, pa.cycle_s) < 1e-6
+                assert forward or backward, (seed, j, a, b)
+                directions.add(forward)
+                checked += 1
+            assert len(directions) <= 1
+    assert checked >= 5

@@ -10,6 +10,11 @@ straight (kind 0), right (1) or left (2). A plan serves the two axes in turn (ar
 arterial axis first gets a *protected* left phase (lefts ARROW_GO, then ARROW_CAUTION, then a short
 all-red), then every movement of the axis gets GO -- the lefts *permissive* (they yield to oncoming
 traffic) -- then CAUTION (yellow) and an all-red clearance before the other axis.
+
+Arterials are *coordinated*, as real city arterials are: every light of a city runs one common cycle
+(drawn per seed), an arterial axis gets the larger share of it, and the offsets along each arterial line
+make a green wave in one direction (drawn per line) at the progression speed, so a car that drives the
+arterial at about its speed limit meets green after green.
 """
 
 from __future__ import annotations
@@ -33,14 +38,19 @@ class SignalConfig:
     chance_arterial_arterial: float = 0.95
     chance_arterial_residential: float = 0.6
     chance_residential: float = 0.1
-    green_arterial_s: tuple[float, float] = (18.0, 28.0)
-    green_residential_s: tuple[float, float] = (10.0, 16.0)
+    min_green_s: float = 10.0
     protected_left_s: tuple[float, float] = (6.0, 10.0)
     yellow_s: float = 4.0
     """Yellow of a 40 mph approach (ITE: 1 s reaction + v / (2 x 3 m/s^2) ~ 4 s)."""
     arrow_yellow_s: float = 3.0
     all_red_s: float = 2.0
     left_clear_s: float = 1.0
+    cycle_s: tuple[float, float] = (80.0, 100.0)
+    """The common cycle of a city's lights (drawn once per seed)."""
+    arterial_weight: float = 1.7
+    """Green time of an arterial axis against a residential one at the same junction."""
+    progression: float = 0.85
+    """Progression speed of a green wave, as a share of the arterial's speed limit."""
 
 
 def movement_group(key: Key) -> int | None:
@@ -88,31 +98,58 @@ class CitySignals:
         if not plan.is_junction(i, j):
             return None
         r = plan.rng(7, i, j)
-        arterial_u = plan.line(0, j)[1].median_m > 0
-        arterial_v = plan.line(1, i)[1].median_m > 0
+        road_u, road_v = plan.line(0, j)[1], plan.line(1, i)[1]
+        arterial_u, arterial_v = road_u.median_m > 0, road_v.median_m > 0
         chance = (cfg.chance_arterial_arterial if arterial_u and arterial_v else
                   cfg.chance_arterial_residential if arterial_u or arterial_v else cfg.chance_residential)
         if r.random() >= chance:
             return None
         arms = plan.arms(i, j)
+        axes = [(axis, present, arterial) for axis, present, arterial in
+                ((0, [a for a in (0, 2) if arms[a]], arterial_u), (1, [a for a in (1, 3) if arms[a]], arterial_v))
+                if present]
+        lefts_s = [float(r.uniform(*cfg.protected_left_s)) if arterial else 0.0 for _, _, arterial in axes]
+        fixed = sum(left + (cfg.arrow_yellow_s + cfg.left_clear_s if left else 0.0) for left in lefts_s)
+        fixed += len(axes) * (cfg.yellow_s + cfg.all_red_s)
+        weights = [cfg.arterial_weight if arterial else 1.0 for _, _, arterial in axes]
+        green_total = max(self.cycle_s() - fixed, cfg.min_green_s * len(axes))
         phases: list[Phase] = []
-        for axis_arms, arterial in (((0, 2), arterial_u), ((1, 3), arterial_v)):
-            present = [a for a in axis_arms if arms[a]]
-            if not present:
-                continue
+        green_starts: dict[int, float] = {}
+        for (axis, present, _), left_s, weight in zip(axes, lefts_s, weights, strict=True):
             lefts = [KINDS * a + 2 for a in present]
-            if arterial:
-                left_s = float(r.uniform(*cfg.protected_left_s))
+            if left_s:
                 phases += [_phase(left_s, {g: SignalState.ARROW_GO for g in lefts}),
                            _phase(cfg.arrow_yellow_s, {g: SignalState.ARROW_CAUTION for g in lefts}),
                            _phase(cfg.left_clear_s, {})]
-            green = float(r.uniform(*(cfg.green_arterial_s if arterial else cfg.green_residential_s)))
+            green_starts[axis] = sum(p.duration_s for p in phases)
             movements = [KINDS * a + k for a in present for k in range(KINDS)]
-            phases += [_phase(green, {g: SignalState.GO for g in movements}),
+            phases += [_phase(green_total * weight / sum(weights), {g: SignalState.GO for g in movements}),
                        _phase(cfg.yellow_s, {g: SignalState.CAUTION for g in movements}),
                        _phase(cfg.all_red_s, {})]
         cycle = sum(p.duration_s for p in phases)
-        return PhasePlan(tuple(phases), offset_s=float(r.uniform(0.0, cycle)))
+        wave = self._green_wave_start(i, j, arterial_u, arterial_v, road_u, road_v)
+        if wave is None:
+            return PhasePlan(tuple(phases), offset_s=float(r.uniform(0.0, cycle)))
+        axis, t_green = wave  # the plan is at its green start of ``axis`` when the wave passes
+        return PhasePlan(tuple(phases), offset_s=float((green_starts.get(axis, 0.0) - t_green) % cycle))
+
+    def cycle_s(self) -> float:
+        """The city's common cycle (s)."""
+        return float(self.plan.rng(8).uniform(*self.config.cycle_s))
+
+    def _green_wave_start(self, i: int, j: int, arterial_u: bool, arterial_v: bool, road_u, road_v  # noqa: ANN001
+                          ) -> tuple[int, float] | None:
+        """(coordinated axis, when its through green starts in the cycle) for a junction on an arterial
+        (the one with more lanes; along u on a tie), None off arterials."""
+        if not (arterial_u or arterial_v):
+            return None
+        axis = 0 if arterial_u and (not arterial_v or road_u.lanes >= road_v.lanes) else 1
+        line, road = (j, road_u) if axis == 0 else (i, road_v)
+        r = self.plan.rng(9, axis, line)
+        direction = 1.0 if r.random() < 0.5 else -1.0
+        along = float(self.plan.node_xy(i, j)[axis])
+        return axis, float(r.uniform(0.0, self.cycle_s())) + direction * along / (self.config.progression
+                                                                                   * road.speed_mps)
 
 
 def _phase(duration_s: float, states: dict[int, SignalState]) -> Phase:
