@@ -3,7 +3,8 @@
 For each candidate primitive the agent is imagined to take that step and then brake at
 ``brake_decel_mps2`` straight along its new heading (a primitive is judged by its speed and first turn,
 not by an imagined sustained swerve, which would make swerving off the road look safe); each neighbour
-ahead of the agent is predicted at constant velocity. At each check time t the clearance between the two
+ahead of the agent is predicted at constant velocity, except that a leader (ahead, driving the agent's way)
+is predicted braking hard (:func:`predicted_neighbor_xy`). At each check time t the clearance between the two
 boxes (the agent's box swept over the motion since the previous check time) is their separating-axis
 distance: the largest gap along the four box axes, negative (minus the penetration depth) when they
 overlap. The missing clearance is ``relu(margin_t - clearance_t)`` plus, in contact, ``contact_m`` and the
@@ -40,6 +41,9 @@ class CollisionShapingConfig:
     contact_m: float = 2.0
     follow_route: bool = True
     brake_decel_mps2: float = 4.0
+    lead_brake_mps2: float = 6.0
+    """Neighbours ahead that drive the agent's way are predicted braking this hard (the others at constant
+    velocity), so a follower keeps the gap that survives its leader's hard stop instead of tailgating."""
     max_range_m: float = 40.0
 
     def __post_init__(self) -> None:
@@ -89,6 +93,20 @@ def primitive_arcs(primitives: np.ndarray, times_s: tuple[float, ...], brake_dec
         tau = np.clip(t - dt_s, 0.0, v1 / brake_decel_mps2)
         out[:, j] = np.hypot(prims[:, 0], prims[:, 1]) + v1 * tau - 0.5 * brake_decel_mps2 * tau * tau
     return out
+
+
+def predicted_neighbor_xy(neighbors: torch.Tensor, times_s: torch.Tensor, lead_brake_mps2: float,
+                          lead_cos: float = 0.7) -> torch.Tensor:
+    """Positions (..., T, 2) at ``times_s`` (T,) of neighbours (..., 11) (agent-frame features x, y, cos, sin,
+    vx, vy, ...): at constant velocity, but a leader -- centre ahead of the agent (x > 0), heading within
+    ``acos(lead_cos)`` of the agent's -- braking at ``lead_brake_mps2`` to a stop."""
+    xy, vel = neighbors[..., None, 0:2], neighbors[..., None, 4:6]
+    speed = vel.norm(dim=-1)                                                   # (..., 1)
+    leader = (neighbors[..., 0] > 0) & (neighbors[..., 2] > lead_cos)
+    tau = torch.minimum(times_s, speed / lead_brake_mps2)                      # (..., T)
+    braking = tau - 0.5 * lead_brake_mps2 * tau * tau / speed.clamp(min=1e-6)  # distance / speed
+    along = torch.where(leader[..., None], braking, times_s.expand_as(tau))
+    return xy + vel * along[..., None]
 
 
 def route_stations(arcs: torch.Tensor, distances: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -197,7 +215,7 @@ def collision_penalty(paths: torch.Tensor, own_length: torch.Tensor, own_width: 
     margins = torch.tensor(config.margins_m, dtype=dtype)
     nb = neighbors[rows, cols]                                                 # (P, 11)
     own_path = paths[rows]                                                     # (P, Kc, T, 4)
-    nb_xy = nb[:, None, 0:2] + nb[:, None, 4:6] * times[:, None]               # (P, T, 2)
+    nb_xy = predicted_neighbor_xy(nb, times, config.lead_brake_mps2)           # (P, T, 2)
     # Broad phase: bounding circles of both boxes plus the margin; only close (pair, candidate, time) go on.
     own_len = own_length[rows][:, None, None] + own_path[..., 3]               # (P, Kc, T) swept lengths
     reach = (torch.hypot(own_len, own_width[rows][:, None, None]) + torch.hypot(nb[:, 6], nb[:, 7])[:, None, None]) / 2

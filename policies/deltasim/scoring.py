@@ -36,6 +36,7 @@ from policies.deltasim.collision_shaping import (
     CollisionShapingConfig,
     collision_penalty,
     follow_route_at,
+    predicted_neighbor_xy,
     primitive_arcs,
     route_stations,
 )
@@ -56,12 +57,14 @@ REACH_MARGIN_M = 1e-3
 
 def reachable_neighbors(cand_paths: torch.Tensor, own_length: torch.Tensor, own_width: torch.Tensor,
                         neighbors: torch.Tensor, neighbor_mask: torch.Tensor, times_s: torch.Tensor,
-                        margin_m: float = 0.0) -> torch.Tensor:
+                        margin_m: float = 0.0, lead_brake_mps2: float = CollisionShapingConfig.lead_brake_mps2
+                        ) -> torch.Tensor:
     """``neighbor_mask`` (S, N) restricted to neighbours whose box can touch a candidate's box at a check time.
 
     cand_paths: (S, C, T, 4) own swept boxes up to ``times_s`` (T,) s (centre x, y, heading, extra length;
     :func:`policies.deltasim.collision_shaping.primitive_paths`); own_length/width: (S,) m; neighbors: (S, N, 11)
-    observation features, predicted at constant velocity. Two boxes can only come within ``margin_m`` of each
+    observation features, predicted as :func:`collision_penalty` predicts them
+    (:func:`policies.deltasim.collision_shaping.predicted_neighbor_xy`). Two boxes can only come within ``margin_m`` of each
     other when their centres are closer than the sum of their circumradii plus the margin; a neighbour
     farther than that from the bounding box of all candidate centres at every check time is dropped
     (:func:`collision_penalty` uses the same bound, with the largest margin, as its broad phase, so dropping
@@ -69,7 +72,7 @@ def reachable_neighbors(cand_paths: torch.Tensor, own_length: torch.Tensor, own_
     """
     xy = cand_paths[..., :2]
     lo, hi = xy.amin(1)[:, None], xy.amax(1)[:, None]                              # (S, 1, T, 2)
-    nb_xy = neighbors[:, :, None, 0:2] + neighbors[:, :, None, 4:6] * times_s[:, None]  # (S, N, T, 2)
+    nb_xy = predicted_neighbor_xy(neighbors, times_s, lead_brake_mps2)            # (S, N, T, 2)
     gap = torch.clamp(torch.maximum(lo - nb_xy, nb_xy - hi), min=0.0)
     longest = own_length + cand_paths[..., 3].amax((1, 2))                        # (S,) longest swept box
     bound = (torch.hypot(longest, own_width)[:, None] + torch.hypot(neighbors[..., 6], neighbors[..., 7])) / 2
@@ -145,7 +148,8 @@ class DeltaSimScorer(nn.Module):
                 stations = (self.station_lo[cand], self.station_frac[cand], self.station_in_range[cand])
                 cand_paths = follow_route_at(cand_paths, self.primitives[0][cand], stations, route_ahead)
             reachable = reachable_neighbors(cand_paths, static[:, 0], static[:, 1], neighbors, neighbor_mask,
-                                            self.times_s, max(self.collision.margins_m))
+                                            self.times_s, max(self.collision.margins_m),
+                                            self.collision.lead_brake_mps2)
             conflict = collision_penalty(cand_paths, static[:, 0], static[:, 1], neighbors, reachable,
                                          self.collision)
             cand_logits = cand_logits - conflict

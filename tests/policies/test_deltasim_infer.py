@@ -15,6 +15,7 @@ from policies.deltasim.collision_shaping import (
     box_clearance,
     collision_penalty,
     follow_route,
+    predicted_neighbor_xy,
     primitive_arcs,
     primitive_paths,
     primitive_positions,
@@ -159,7 +160,7 @@ def test_reachable_prefilter_never_changes_the_collision_penalty(seed: int) -> N
     # Reference: every neighbour whose centre comes within the two circumradii (plus the margin) of a
     # candidate's centre at a check time is kept.
     times = torch.tensor(cfg.times_s)
-    nb_xy = nb[:, :, None, :2] + nb[:, :, None, 4:6] * times[:, None]                 # (S, N, T, 2)
+    nb_xy = predicted_neighbor_xy(nb, times, cfg.lead_brake_mps2)                      # (S, N, T, 2)
     dist = (cand_paths[:, None, :, :, :2] - nb_xy[:, :, None]).norm(dim=-1)           # (S, N, C, T)
     swept = length[:, None, None] + cand_paths[..., 3]                                 # (S, C, T)
     nb_radius = torch.hypot(nb[..., 6], nb[..., 7])[..., None, None]                  # (S, N, 1, 1)

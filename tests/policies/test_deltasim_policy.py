@@ -12,7 +12,12 @@ import torch
 
 from policies.base import make_policy
 from policies.deltasim.checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint, save_checkpoint
-from policies.deltasim.collision_shaping import CollisionShapingConfig, collision_penalty, primitive_paths
+from policies.deltasim.collision_shaping import (
+    CollisionShapingConfig,
+    collision_penalty,
+    predicted_neighbor_xy,
+    primitive_paths,
+)
 from policies.deltasim.kdisks import build_kdisks, straight_motions
 from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig
 from policies.deltasim.observation import ObservationBuilder, ObservationConfig
@@ -177,3 +182,31 @@ def test_shipped_checkpoint_is_registered_small_and_runs() -> None:
     # Moving cars keep moving forward.
     moving = inp.controlled & (inp.agents.speed > 3.0)
     assert (out[moving, 0] > 0.1).mean() > 0.9
+
+
+def test_leaders_are_predicted_braking_and_crossers_at_constant_velocity() -> None:
+    times = torch.tensor([0.5, 1.0, 2.0, 4.0])
+    nbr = torch.zeros(2, 11)
+    nbr[0, :8] = torch.tensor([6.0, 0.0, 1.0, 0.0, 6.0, 0.0, 4.5, 2.0])    # leader at 6 m/s
+    nbr[1, :8] = torch.tensor([10.0, -8.0, 0.0, 1.0, 0.0, 6.0, 4.5, 2.0])  # crossing from the right
+    xy = predicted_neighbor_xy(nbr, times, lead_brake_mps2=6.0)
+    # the leader stops after 1 s, 3 m on; the crosser keeps its 6 m/s
+    assert torch.allclose(xy[0, :, 0], torch.tensor([6.0 + 2.25, 9.0, 9.0, 9.0]))
+    assert torch.allclose(xy[1, :, 1], -8.0 + 6.0 * times)
+
+
+def test_a_follower_at_a_tailgating_gap_is_pushed_to_brake() -> None:
+    """0.5 m behind a leader at 6.5 m/s (the gap ΔSim kept before leaders were predicted braking): holding
+    the speed costs more than braking, and more than it did at constant-velocity prediction."""
+    prims = np.array([[0.65, 0, 0], [0.55, 0, 0], [0.45, 0, 0]])            # 6.5, 5.5, 4.5 m/s
+    nbr = torch.zeros(1, 1, 11)
+    nbr[0, 0, :8] = torch.tensor([5.0, 0, 1, 0, 6.5, 0, 4.5, 2.0])          # 0.5 m gap, same speed
+    mask = torch.tensor([[True]])
+
+    def penalty(cfg: CollisionShapingConfig) -> torch.Tensor:
+        paths = torch.from_numpy(primitive_paths(prims, cfg).astype(np.float32))[None]
+        return collision_penalty(paths, torch.tensor([4.5]), torch.tensor([2.0]), nbr, mask, cfg)[0]
+
+    braking, constant = penalty(CollisionShapingConfig()), penalty(CollisionShapingConfig(lead_brake_mps2=1e-9))
+    assert braking[0] > braking[1] > braking[2]
+    assert braking[0] > constant[0] + 10.0
