@@ -155,7 +155,7 @@ def _rotate(vec: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     return np.stack([c * vec[..., 0] + s * vec[..., 1], -s * vec[..., 0] + c * vec[..., 1]], -1)
 
 
-def _polyline_distance(px: np.ndarray, py: np.ndarray, polyline: np.ndarray, valid: np.ndarray) -> np.ndarray:
+def polyline_distance(px: np.ndarray, py: np.ndarray, polyline: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Distance (S, c) of points (x ``px``, y ``py``: (S, c)) to each row's polyline (S, R, 2) through its valid
     vertices (S, R) (segments between two valid consecutive vertices; inf where a row has none)."""
     seg_ok = valid[:, :-1] & valid[:, 1:]                                          # (S, K)
@@ -318,7 +318,7 @@ class ObservationBuilder:
         near_slots = others[near]
         gx, gy = a.xy[near_slots, 0] - xy[:, 0, None], a.xy[near_slots, 1] - xy[:, 1, None]
         ahead = cos * gx + sin * gy                                               # (S, c) in the agent frame
-        lateral = _polyline_distance(ahead, -sin * gx + cos * gy, route[..., :2], route[..., 2] > 0.5)
+        lateral = polyline_distance(ahead, -sin * gx + cos * gy, route[..., :2], route[..., 2] > 0.5)
         reach = (a.width[slots][:, None] + a.width[near_slots]) / 2 + CORRIDOR_MARGIN_M
         corridor = (lateral < reach) & (ahead > 0.0) & (near_d <= cfg.corridor_range_m)
         key[rows, near] = np.where(corridor, near_d - CORRIDOR_PRIORITY_M, key[rows, near])

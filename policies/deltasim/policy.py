@@ -41,6 +41,7 @@ import torch
 from policies.base import Policy, PolicyInput, register_policy
 from policies.deltasim.checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint
 from policies.deltasim.collision_shaping import CollisionShapingConfig, primitive_paths, primitive_positions
+from policies.deltasim.start_shaping import StartShapingConfig, free_to_start, start_penalty
 from policies.deltasim.feasibility import braking_floor, project_feasible
 from policies.deltasim.infer import DeltaSimInference
 from policies.deltasim.net import observation_tensors
@@ -79,6 +80,9 @@ class DeltaSimConfig:
     threads: int = 1
     trace: bool = True
     hold_parked: bool = True
+    start: StartShapingConfig | None = StartShapingConfig()
+    """Push a standing agent with a free way ahead to set off (:mod:`policies.deltasim.start_shaping`); None
+    switches it off."""
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or self.candidates < 1 or self.shaping_weight < 0:
@@ -220,12 +224,16 @@ class DeltaSimPolicy(Policy):
         h, cand, cand_logits, cost, wanted, conflict = scorer(*(inputs[name] for name in SCORER_INPUTS))
         t = _lap(timing, "scoring", t)
         scores = cand_logits.double().numpy()
+        prims = ckpt.vocabulary.primitives
+        if cfg.start is not None:
+            free = free_to_start(inputs["neighbors"].numpy(), inputs["neighbor_mask"].numpy(),
+                                 obs.route_ahead, obs.static, speed_np, cfg.start)
+            scores = scores - start_penalty(prims[cand.numpy(), :2], free, cfg.start)
         if cfg.temperature > 0:
             scores = scores / cfg.temperature + rng.gumbel(size=scores.shape)
         rows = np.arange(len(scores))
         pick = np.argmax(scores, axis=1)
         tokens = cand.numpy()[rows, pick]
-        prims = ckpt.vocabulary.primitives
         motion = prims[tokens].copy()
         if cfg.use_residual:
             residual = net.residual(h, torch.from_numpy(tokens)).numpy().astype(np.float64)
