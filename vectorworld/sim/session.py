@@ -43,6 +43,10 @@ STUCK_TIMEOUT_S = 20.0
 STUCK_PROGRESS_M = 1.0
 MOVING_MPS = 1.0
 WORLD_EDGE_LEAVE_M = 10.0
+WORLD_EDGE_STANDING_M = 30.0
+"""NPCs leave the world this close (m along their route) to its open end; a standing one already within
+``WORLD_EDGE_STANDING_M`` (policies slow to a stop where their route runs out)."""
+STANDING_MPS = 0.5
 """An NPC this close to the open end of its route leaves the world (IDM stops a gap and half a car length
 short of an open end, so it would otherwise stand there until removed as stuck)."""
 """Agents faster than this could be surprised by a junction appearing in front of them (see StreamingWorld)."""
@@ -383,15 +387,19 @@ class Session:
         out = np.zeros(self.agents.capacity, bool)
         if not self.driver.manages_traffic:
             return out
-        graph = self.world.graph
-        slots, ends = [], []
-        for slot in np.nonzero(self.agents.valid)[0]:
-            route = self.routes.get(int(self.agents.id[slot]))
-            if len(route) == 1 and route[0] in graph and not graph[route[0]].successors:
-                slots.append(slot)
-                ends.append(graph[route[0]].points[-1])
-        if slots:
-            out[slots] = np.linalg.norm(self.agents.xy[slots] - np.array(ends), axis=-1) < WORLD_EDGE_LEAVE_M
+        graph, a = self.world.graph, self.agents
+        for slot in np.nonzero(a.valid)[0]:
+            route = self.routes.get(int(a.id[slot]))
+            if not route or any(i not in graph for i in route) or graph[route[-1]].successors:
+                continue  # no route, a lane of it retired this step (it leaves with it), or no open end
+            standing = abs(a.speed[slot]) < STANDING_MPS
+            if len(route) > 1 and not standing:
+                continue  # a moving agent leaves on its last lane
+            first = graph[route[0]]
+            along, _, _ = geometry.project_to_polyline(a.xy[slot][None], first.points)
+            left = first.length_m - float(along[0]) + sum(graph[i].length_m for i in route[1:])
+            reach = WORLD_EDGE_STANDING_M if standing else WORLD_EDGE_LEAVE_M
+            out[slot] = left < reach
         return out
 
     # ----------------------------------------------------------------- views

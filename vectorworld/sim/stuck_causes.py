@@ -5,10 +5,10 @@ Causes, checked in this order:
 * ``held_at_junction``: the step's right of way held it before a connector it was not granted (crossing
   traffic, a blocked exit, a conflicting reservation);
 * ``held_by_light``: a light held it (its clock only runs on green, so it stood through greens too);
-* ``not_moving_when_free``: it requested its connector and was granted it, or had no junction ahead, and
-  nothing stands within ``QUEUE_GAP_M`` ahead of it: the policy itself did not move it;
 * ``inside_junction``: it stands on a connector;
 * ``queued``: a standing agent is within ``QUEUE_GAP_M`` ahead of it in its lane (a queue behind a jam);
+* ``not_moving_when_free``: it has a route (its connector granted, or no junction ahead) and nothing of the
+  above holds: the policy itself did not move it;
 * ``other``.
 """
 
