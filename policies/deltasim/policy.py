@@ -41,13 +41,13 @@ import torch
 from policies.base import Policy, PolicyInput, register_policy
 from policies.deltasim.checkpoint import DEFAULT_CHECKPOINT, DeltaSimCheckpoint, load_checkpoint
 from policies.deltasim.collision_shaping import CollisionShapingConfig, primitive_paths, primitive_positions
-from policies.deltasim.start_shaping import StartShapingConfig, free_to_start, start_penalty
 from policies.deltasim.feasibility import braking_floor, project_feasible
 from policies.deltasim.infer import DeltaSimInference
 from policies.deltasim.net import observation_tensors
 from policies.deltasim.observation import Observation, ObservationBuilder, policy_slots
 from policies.deltasim.route_shaping import RouteShapingConfig
 from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
+from policies.deltasim.start_shaping import StartShapingConfig, free_to_start, start_penalty
 from vectorworld.errors import ConfigError
 
 _Scorer = DeltaSimScorer | torch.jit.ScriptModule

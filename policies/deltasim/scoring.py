@@ -64,9 +64,9 @@ def reachable_neighbors(cand_paths: torch.Tensor, own_length: torch.Tensor, own_
     cand_paths: (S, C, T, 4) own swept boxes up to ``times_s`` (T,) s (centre x, y, heading, extra length;
     :func:`policies.deltasim.collision_shaping.primitive_paths`); own_length/width: (S,) m; neighbors: (S, N, 11)
     observation features, predicted as :func:`collision_penalty` predicts them
-    (:func:`policies.deltasim.collision_shaping.predicted_neighbor_xy`). Two boxes can only come within ``margin_m`` of each
-    other when their centres are closer than the sum of their circumradii plus the margin; a neighbour
-    farther than that from the bounding box of all candidate centres at every check time is dropped
+    (:func:`policies.deltasim.collision_shaping.predicted_neighbor_xy`). Two boxes can only come within
+    ``margin_m`` of each other when their centres are closer than the sum of their circumradii plus the
+    margin; a neighbour farther than that from the bounding box of all candidate centres at every check time is dropped
     (:func:`collision_penalty` uses the same bound, with the largest margin, as its broad phase, so dropping
     such neighbours does not change the penalty).
     """
