@@ -30,6 +30,18 @@ COMFORT_JERK_MPS3 = 4.13
 
 
 @dataclass(frozen=True)
+class StuckRemoval:
+    """An NPC the Session removed as stuck in a step (:meth:`~vectorworld.sim.session.Session._stuck`): its
+    id, why (one of :data:`vectorworld.sim.stuck_causes.CAUSES`) and where it stood (global frame, m, rad)."""
+
+    agent_id: int
+    cause: str
+    x_m: float
+    y_m: float
+    yaw_rad: float = 0.0
+
+
+@dataclass(frozen=True)
 class StepMetrics:
     """What happened in one step: ids the ego touched, whether it was off-road, NPC events."""
 
@@ -46,6 +58,8 @@ class StepMetrics:
     ego_stopped: bool = False
     ego_red_light: bool = False
     """The ego entered a signalised lane on red in this step (:mod:`vectorworld.sim.red_lights`)."""
+    stuck_removals: tuple[StuckRemoval, ...] = ()
+    """NPCs removed as stuck at the end of this step (counted in the report's ``npc_removed_stuck``)."""
 
 
 @dataclass

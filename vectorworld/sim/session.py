@@ -22,7 +22,7 @@ from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
 from vectorworld.scoring import EpisodeScorer
 from vectorworld.signals import SignalBoard, SignalView, is_red, is_yellow
 from vectorworld.sim.config import SessionConfig
-from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics
+from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics, StuckRemoval
 from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.red_lights import red_light_entry
@@ -347,23 +347,31 @@ class Session:
         # still leaves after STUCK_TIMEOUT_S of green time.
         self._stopped_s = np.where(progressed, 0.0, self._stopped_s + np.where(self._waiting_for_light(), 0.0, DT_S))
         stuck = self._stopped_s > STUCK_TIMEOUT_S
-        self.stuck_removed += int((stuck & self.agents.valid).sum() - stuck[self.ego_slot])
-        self._count_causes(stuck & self.agents.valid)
+        removals = self._count_causes(stuck & self.agents.valid)
+        self.stuck_removed += len(removals)
+        if removals:  # the step's metrics (its observation and frame) carry them: the debugger shows them
+            self._last_step_metrics = dataclasses.replace(self._last_step_metrics, stuck_removals=removals)
         return stuck
 
-    def _count_causes(self, stuck: np.ndarray) -> None:
-        """Add each stuck NPC's cause (:mod:`vectorworld.sim.stuck_causes`) to ``stuck_causes``."""
+    def _count_causes(self, stuck: np.ndarray) -> tuple[StuckRemoval, ...]:
+        """Add each stuck NPC's cause (:mod:`vectorworld.sim.stuck_causes`) to ``stuck_causes``; return the
+        NPCs (never the ego) with their causes and where they stand."""
         if not stuck.any():
-            return
+            return ()
         decision = self.right_of_way.last
         held = dict(decision.held) if decision is not None else {}
         by_light = decision.by_light if decision is not None else frozenset()
+        a = self.agents
+        removals = []
         for slot in np.nonzero(stuck)[0].tolist():
             if slot == self.ego_slot:
                 continue
-            cause = stuck_cause(self.agents, slot, self.routes.get(int(self.agents.id[slot])), self.world.graph,
-                                held, by_light)
+            agent_id = int(a.id[slot])
+            cause = stuck_cause(a, slot, self.routes.get(agent_id), self.world.graph, held, by_light)
             self.stuck_causes[cause] = self.stuck_causes.get(cause, 0) + 1
+            removals.append(StuckRemoval(agent_id, cause, float(a.xy[slot, 0]), float(a.xy[slot, 1]),
+                                         float(a.yaw[slot])))
+        return tuple(removals)
 
     def _waiting_for_light(self) -> np.ndarray:
         """(C,) agents queued at a red or yellow light: one of the next two lanes of their route is signalised

@@ -247,8 +247,18 @@ class Tile(_message.Message):
     size_m: float
     def __init__(self, id: _Optional[int] = ..., center_x_m: _Optional[float] = ..., center_y_m: _Optional[float] = ..., yaw_rad: _Optional[float] = ..., order: _Optional[int] = ..., generator: _Optional[str] = ..., lane_ids: _Optional[_Iterable[int]] = ..., size_m: _Optional[float] = ...) -> None: ...
 
+class StuckRemoval(_message.Message):
+    __slots__ = ("agent_id", "cause", "pose")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    POSE_FIELD_NUMBER: _ClassVar[int]
+    agent_id: int
+    cause: str
+    pose: Pose
+    def __init__(self, agent_id: _Optional[int] = ..., cause: _Optional[str] = ..., pose: _Optional[_Union[Pose, _Mapping]] = ...) -> None: ...
+
 class StepMetrics(_message.Message):
-    __slots__ = ("ego_collided_ids", "ego_offroad", "npc_collision_events", "npc_offroad_events", "npc_infeasible_steps", "npc_vehicle_steps", "ego_comfortable", "ego_distance_m", "score_events", "ego_red_light", "ego_stopped")
+    __slots__ = ("ego_collided_ids", "ego_offroad", "npc_collision_events", "npc_offroad_events", "npc_infeasible_steps", "npc_vehicle_steps", "ego_comfortable", "ego_distance_m", "score_events", "ego_red_light", "ego_stopped", "stuck_removals")
     EGO_COLLIDED_IDS_FIELD_NUMBER: _ClassVar[int]
     EGO_OFFROAD_FIELD_NUMBER: _ClassVar[int]
     NPC_COLLISION_EVENTS_FIELD_NUMBER: _ClassVar[int]
@@ -260,6 +270,7 @@ class StepMetrics(_message.Message):
     SCORE_EVENTS_FIELD_NUMBER: _ClassVar[int]
     EGO_RED_LIGHT_FIELD_NUMBER: _ClassVar[int]
     EGO_STOPPED_FIELD_NUMBER: _ClassVar[int]
+    STUCK_REMOVALS_FIELD_NUMBER: _ClassVar[int]
     ego_collided_ids: _containers.RepeatedScalarFieldContainer[int]
     ego_offroad: bool
     npc_collision_events: int
@@ -271,7 +282,8 @@ class StepMetrics(_message.Message):
     score_events: _containers.RepeatedScalarFieldContainer[str]
     ego_red_light: bool
     ego_stopped: bool
-    def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ..., score_events: _Optional[_Iterable[str]] = ..., ego_red_light: _Optional[bool] = ..., ego_stopped: _Optional[bool] = ...) -> None: ...
+    stuck_removals: _containers.RepeatedCompositeFieldContainer[StuckRemoval]
+    def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ..., score_events: _Optional[_Iterable[str]] = ..., ego_red_light: _Optional[bool] = ..., ego_stopped: _Optional[bool] = ..., stuck_removals: _Optional[_Iterable[_Union[StuckRemoval, _Mapping]]] = ...) -> None: ...
 
 class Observation(_message.Message):
     __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table", "history_delivery", "history_base_step", "traffic_lights")

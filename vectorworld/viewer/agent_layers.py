@@ -1,5 +1,6 @@
 """Agent layers: oriented boxes (fill by type, outline by controlling policy), id labels, velocity arrows,
-history trails, the ego's commanded trajectory, and collision / off-road highlights.
+history trails, the ego's commanded trajectory, collision / off-road highlights, and markers where NPCs were
+removed as stuck.
 
 Positions come from a :class:`~vectorworld.sim.observation.Frame` (global frame, m); every layer projects
 its points with one numpy call.
@@ -13,6 +14,7 @@ import numpy as np
 import pygame
 
 from vectorworld import geometry
+from vectorworld.sim.metrics import StuckRemoval
 from vectorworld.sim.observation import Frame
 from vectorworld.viewer import style
 from vectorworld.viewer.camera import Camera
@@ -155,3 +157,25 @@ def _draw_highlights(surface: pygame.Surface, ids: np.ndarray, is_ego: np.ndarra
             pygame.draw.circle(surface, style.COLLISION, centres[k].tolist(), ring_px, 3)
         elif agent_id in h.npc_contact_ids:
             pygame.draw.polygon(surface, style.NPC_CONTACT, box, style.HIGHLIGHT_PX)
+
+
+def draw_removals(surface: pygame.Surface, camera: Camera, removals: list[tuple[int, StuckRemoval]],
+                  font: pygame.font.Font) -> None:
+    """A crossed ring where each NPC stood when the session removed it as stuck, labelled with the cause;
+    ``removals``: (frames since the removal, removal), as :meth:`EventIndex.recent_removals` gives them."""
+    if not removals:
+        return
+    radius = max(10, int(2.5 * camera.scale_px_per_m))
+    arm = int(radius * 0.6)
+    centres = np.round(camera.to_screen(np.array([(r.x_m, r.y_m) for _, r in removals]))).astype(int)
+    for (age, removal), (x, y) in zip(removals, centres.tolist(), strict=True):
+        width = 3 if age == 0 else 2
+        pygame.draw.circle(surface, style.NPC_REMOVED, (x, y), radius, width)
+        pygame.draw.line(surface, style.NPC_REMOVED, (x - arm, y - arm), (x + arm, y + arm), width)
+        pygame.draw.line(surface, style.NPC_REMOVED, (x - arm, y + arm), (x + arm, y - arm), width)
+        label = font.render(f"{removal.agent_id} removed: {removal.cause.replace('_', ' ')}", True, style.NPC_REMOVED)
+        shade = pygame.Surface((label.get_width() + 6, label.get_height() + 2), pygame.SRCALPHA)
+        shade.fill((*style.HUD_PANEL, style.HUD_PANEL_ALPHA))  # legible over lanes and arrows
+        left, top = x + radius + 4, y - label.get_height() // 2
+        surface.blit(shade, (left - 3, top - 1))
+        surface.blit(label, (left, top))

@@ -1,5 +1,5 @@
-"""Per-frame events (ego collision, off-road, planner-score infraction, NPC contact, tile generated) and metrics
-so far.
+"""Per-frame events (ego collision, off-road, planner-score infraction, NPC contact, NPC removed as stuck, tile
+generated) and metrics so far.
 
 Built incrementally as frames arrive, so the HUD and "jump to next event" cost O(1) / O(log n) per query.
 Indices are positions in the frame sequence (0 = first frame), not step numbers.
@@ -13,6 +13,8 @@ from enum import Enum
 
 import numpy as np
 
+from vectorworld import DT_S
+from vectorworld.sim.metrics import StuckRemoval
 from vectorworld.sim.observation import Frame
 
 
@@ -26,10 +28,14 @@ class EventKind(str, Enum):
     TILE = "tile"
     INFRACTION = "infraction"
     """A planner-score infraction started (at-fault collision, TTC breach, overspeed, wrong way, ...)."""
+    NPC_REMOVED = "npc removed"
+    """The session removed NPCs as stuck at the end of the step (StepMetrics.stuck_removals, with causes)."""
 
 
 JUMP_KINDS = (EventKind.COLLISION, EventKind.OFFROAD, EventKind.INFRACTION, EventKind.TILE)
 """Kinds that "jump to next event" stops at (NPC events are highlighted but too frequent to stop at)."""
+REMOVAL_MARKER_S = 2.0
+"""How long after a stuck removal its marker stays where the car stood (simulated seconds)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,8 @@ class MetricsSoFar:
     npc_policy_ms_mean: float
     infractions: int = 0
     last_infraction: str = ""
+    npc_removed: int = 0
+    """NPCs removed as stuck so far."""
 
 
 class EventIndex:
@@ -63,6 +71,9 @@ class EventIndex:
         self._last_infraction: list[str] = []
         self.score_events: list[tuple[str, ...]] = []
         """Per frame: the planner-score infractions that started in its step."""
+        self.stuck_removals: list[tuple[StuckRemoval, ...]] = []
+        """Per frame: the NPCs removed as stuck at the end of its step."""
+        self._removed: list[int] = []
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -83,6 +94,10 @@ class EventIndex:
             kinds.add(EventKind.TILE)
         if m.score_events:
             kinds.add(EventKind.INFRACTION)
+        if m.stuck_removals:
+            kinds.add(EventKind.NPC_REMOVED)
+        self.stuck_removals.append(tuple(m.stuck_removals))
+        self._removed.append((self._removed[-1] if self._removed else 0) + len(m.stuck_removals))
         self._infractions.append((self._infractions[-1] if self._infractions else 0) + len(m.score_events))
         self._last_infraction.append(m.score_events[-1] if m.score_events else
                                      (self._last_infraction[-1] if self._last_infraction else ""))
@@ -118,6 +133,13 @@ class EventIndex:
                  if (pos := bisect.bisect_left(lst, index)) > 0]
         return max(found) if found else None
 
+    def recent_removals(self, index: int, window_s: float = REMOVAL_MARKER_S) -> list[tuple[int, StuckRemoval]]:
+        """(frames since, removal) of the stuck removals in frames ``index - window_s / DT_S`` .. ``index``."""
+        frames = self._by_kind[EventKind.NPC_REMOVED]
+        lo = bisect.bisect_left(frames, index - int(round(window_s / DT_S)) + 1)
+        hi = bisect.bisect_right(frames, index)
+        return [(index - i, r) for i in frames[lo:hi] for r in self.stuck_removals[i]]
+
     def metrics_so_far(self, index: int) -> MetricsSoFar:
         c = self._cum[index]
         tiles = np.array(self._tile_ms[:self._tiles_upto[index]])
@@ -125,4 +147,4 @@ class EventIndex:
         return MetricsSoFar(c[0], c[1], c[2], c[3], c[4],
                             float(np.median(tiles)) if len(tiles) else 0.0,
                             float(tiles.max()) if len(tiles) else 0.0, ms, self._infractions[index],
-                            self._last_infraction[index])
+                            self._last_infraction[index], self._removed[index])

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pygame
 
+from vectorworld.sim.metrics import StuckRemoval
 from vectorworld.viewer import style
 from vectorworld.viewer.events import EventIndex, EventKind, MetricsSoFar
 
@@ -39,7 +40,7 @@ LEGEND = (
     (style.AGENT_FILL[3], "cyclist"), (style.EGO_PLAN, "ego plan"), (style.ROUTE, "route"),
     (style.FRONTIER, "tile frontier"), (style.LANE_EDGE_SUCCESSOR, "successor edge"),
     (style.LANE_EDGE_NEIGHBOR, "neighbour edge"), (style.COLLISION, "collision"), (style.OFFROAD, "off-road"),
-    (style.INFRACTION, "score infraction"),
+    (style.INFRACTION, "score infraction"), (style.NPC_REMOVED, "npc removed (stuck)"),
     (style.LANE_COLORS[4], "connector lane"), (style.POLICY_OUTLINE[2], "log-replay outline"),
 )
 
@@ -65,6 +66,8 @@ class HudInfo:
     has_timings: bool = True
     score_events: tuple[str, ...] = ()
     """Planner-score infractions that started in this step (at_fault_collision, ttc, overspeed, ...)."""
+    stuck_removals: tuple[StuckRemoval, ...] = ()
+    """NPCs removed as stuck at the end of this step."""
 
 
 class Fonts:
@@ -93,7 +96,7 @@ def draw_status(surface: pygame.Surface, fonts: Fonts, info: HudInfo) -> None:
         (f"agents {info.agents}   lanes {info.lanes}   tiles {m.tiles}", style.HUD_DIM),
         (f"ego collisions {m.ego_collisions}   off-road steps {m.ego_offroad_steps}",
          style.COLLISION if m.ego_collisions else style.HUD_TEXT),
-        (f"npc contacts {m.npc_collisions}   npc off-road {m.npc_offroad}", style.HUD_DIM),
+        (f"npc contacts {m.npc_collisions}   off-road {m.npc_offroad}   removed stuck {m.npc_removed}", style.HUD_DIM),
         (f"score infractions {m.infractions}" + (f"   last: {m.last_infraction}" if m.last_infraction else ""),
          style.INFRACTION if m.infractions else style.HUD_DIM),
     ]
@@ -117,9 +120,20 @@ def draw_status(surface: pygame.Surface, fonts: Fonts, info: HudInfo) -> None:
         y += r.get_height() + 2
 
 
-def draw_event_banner(surface: pygame.Surface, fonts: Fonts, info: HudInfo) -> None:
-    """A banner at the top centre naming the events of this step; a red/orange frame on ego events."""
-    parts: list[tuple[str, tuple[int, int, int]]] = []
+def removal_text(removals: tuple[StuckRemoval, ...]) -> str:
+    """The banner's words for a step's stuck removals: each NPC with its cause, or counts per cause when many."""
+    if len(removals) <= 3:
+        return ", ".join(f"npc {r.agent_id} removed: {r.cause.replace('_', ' ')}" for r in removals)
+    counts: dict[str, int] = {}
+    for r in removals:
+        counts[r.cause] = counts.get(r.cause, 0) + 1
+    causes = ", ".join(f"{n} {c.replace('_', ' ')}" for c, n in sorted(counts.items()))
+    return f"{len(removals)} npcs removed: {causes}"
+
+
+def banner_parts(info: HudInfo) -> list[tuple[str, style.Color]]:
+    """The event banner's texts and colours for this step, left to right."""
+    parts: list[tuple[str, style.Color]] = []
     if EventKind.COLLISION in info.events:
         parts.append((f"COLLISION with {', '.join(map(str, info.collided_ids))}", style.COLLISION))
     if EventKind.OFFROAD in info.events:
@@ -128,8 +142,16 @@ def draw_event_banner(surface: pygame.Surface, fonts: Fonts, info: HudInfo) -> N
         parts.append(("npc contact", style.NPC_CONTACT))
     if EventKind.INFRACTION in info.events:
         parts.append((" ".join(kind.replace("_", " ") for kind in info.score_events).upper(), style.INFRACTION))
+    if EventKind.NPC_REMOVED in info.events:
+        parts.append((removal_text(info.stuck_removals), style.NPC_REMOVED))
     if EventKind.TILE in info.events:
         parts.append(("tile generated", style.FRONTIER))
+    return parts
+
+
+def draw_event_banner(surface: pygame.Surface, fonts: Fonts, info: HudInfo) -> None:
+    """A banner at the top centre naming the events of this step; a red/orange frame on ego events."""
+    parts = banner_parts(info)
     w, h = surface.get_size()
     for kind, color in ((EventKind.COLLISION, style.COLLISION), (EventKind.OFFROAD, style.OFFROAD)):
         if kind in info.events:
@@ -171,14 +193,15 @@ def timeline_index_at(size_px: tuple[int, int], x_px: float, num_frames: int) ->
 
 
 def draw_timeline(surface: pygame.Surface, events: EventIndex, index: int, num_frames: int) -> None:
-    """The seek bar: progress, ticks for tiles (cyan), score infractions (yellow), off-road (orange) and
-    collisions (red)."""
+    """The seek bar: progress, ticks for tiles (cyan), NPCs removed as stuck (lime), score infractions
+    (yellow), off-road (orange) and collisions (red)."""
     rect = timeline_rect(surface.get_size())
     pygame.draw.rect(surface, style.TIMELINE_BG, rect)
     span = max(num_frames - 1, 1)
     done = int(rect.width * index / span)
     pygame.draw.rect(surface, style.TIMELINE_FILL, pygame.Rect(rect.left, rect.top, done, rect.height))
     for kind, color, top in ((EventKind.TILE, style.TIMELINE_TILE, rect.bottom - 4),
+                             (EventKind.NPC_REMOVED, style.NPC_REMOVED, rect.bottom - rect.height // 3),
                              (EventKind.INFRACTION, style.INFRACTION, rect.top + rect.height // 2),
                              (EventKind.OFFROAD, style.OFFROAD, rect.top),
                              (EventKind.COLLISION, style.COLLISION, rect.top)):

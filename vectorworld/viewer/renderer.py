@@ -2,9 +2,9 @@
 
 Layer order (bottom to top): background + drivable area (cached canvas), route, tile borders + frontier,
 lane centrelines, lane-graph edges (a second, transparent cached canvas), stop lines coloured by their
-traffic light's state, trails, ego plan, agents +
-highlights + labels, HUD (status, event banner, warnings, timeline), help overlay. The map canvases are
-re-drawn only when the map, the zoom or the layer toggles change, or the view drifts off them.
+traffic light's state, trails, ego plan, agents + highlights + labels, markers where NPCs were removed as
+stuck, HUD (status, event banner, warnings, timeline), help overlay. The map canvases are re-drawn only when
+the map, the zoom or the layer toggles change, or the view drifts off them.
 Both the interactive window and headless screenshots call :meth:`Renderer.draw`.
 """
 
@@ -80,10 +80,11 @@ class Renderer:
             ego_offroad=m.ego_offroad)
         agent_layers.draw_agents(surface, camera, frame, self.labels if options.labels else None,
                                  options.velocities, highlights)
+        agent_layers.draw_removals(surface, camera, store.events.recent_removals(index), self.fonts.small)
         if options.hud:
             info = self.hud_info(store, index, playback, title, len(state.lanes))
-            hud.draw_event_banner(surface, self.fonts, info)
             hud.draw_status(surface, self.fonts, info)
+            hud.draw_event_banner(surface, self.fonts, info)  # over the status panel where a narrow window overlaps
             hud.draw_timeline(surface, store.events, index, len(store))
         if messages:
             hud.draw_messages(surface, self.fonts, messages)
@@ -118,7 +119,8 @@ class Renderer:
             tile_ms_step=frame.tile_ms, npc_policy_ms_step=frame.npc_policy_ms, playback=state,
             agents=int(a.valid.sum()), lanes=num_lanes, events=store.events.at(index),
             collided_ids=tuple(frame.step_metrics.ego_collided_ids), end_reason=frame.end_reason.value,
-            has_timings=store.has_timings, score_events=store.events.score_events[index])
+            has_timings=store.has_timings, score_events=store.events.score_events[index],
+            stuck_removals=store.events.stuck_removals[index])
 
 
 def follow_camera(camera: Camera, store: FrameStore, playback: Playback) -> Camera:

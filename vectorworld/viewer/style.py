@@ -56,6 +56,8 @@ COLLISION: Color = (255, 40, 40)
 OFFROAD: Color = (255, 140, 0)
 NPC_CONTACT: Color = (255, 90, 160)
 INFRACTION: Color = (250, 220, 60)
+NPC_REMOVED: Color = (170, 255, 40)
+"""Where an NPC was removed as stuck: a crossed ring with its cause, for REMOVAL_MARKER_S after the step."""
 
 SIGNAL_COLORS: dict[int, Color] = {
     SignalState.UNKNOWN: (120, 124, 132),

@@ -21,7 +21,7 @@ from vectorworld.files import json_default
 from vectorworld.scene import Agents
 from vectorworld.signals import SignalView
 from vectorworld.sim.config import SessionConfig
-from vectorworld.sim.metrics import StepMetrics
+from vectorworld.sim.metrics import StepMetrics, StuckRemoval
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.v1 import session_pb2, world_pb2
 from vectorworld.vehicle.commands import ControlCommand, EgoCommand, StateCommand, TrajectoryCommand
@@ -84,14 +84,19 @@ def step_metrics_to_proto(m: StepMetrics, out: world_pb2.StepMetrics) -> world_p
     out.ego_distance_m = float(m.ego_distance_m)
     out.score_events.extend(m.score_events)
     out.ego_red_light, out.ego_stopped = bool(m.ego_red_light), bool(m.ego_stopped)
+    for r in m.stuck_removals:
+        removal = out.stuck_removals.add(agent_id=int(r.agent_id), cause=r.cause)
+        removal.pose.x_m, removal.pose.y_m, removal.pose.yaw_rad = float(r.x_m), float(r.y_m), float(r.yaw_rad)
     return out
 
 
 def step_metrics_from_proto(msg: world_pb2.StepMetrics) -> StepMetrics:
+    removals = tuple(StuckRemoval(r.agent_id, r.cause, r.pose.x_m, r.pose.y_m, r.pose.yaw_rad)
+                     for r in msg.stuck_removals)
     return StepMetrics(tuple(msg.ego_collided_ids), msg.ego_offroad, msg.npc_collision_events,
                        msg.npc_offroad_events, msg.npc_infeasible_steps, msg.npc_vehicle_steps,
                        msg.ego_comfortable, msg.ego_distance_m, tuple(msg.score_events),
-                       ego_red_light=msg.ego_red_light, ego_stopped=msg.ego_stopped)
+                       ego_red_light=msg.ego_red_light, ego_stopped=msg.ego_stopped, stuck_removals=removals)
 
 
 def signals_to_proto(view: SignalView, out: Any) -> None:  # noqa: ANN401 - repeated TrafficLight field
