@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pytest
 
+import vectorworld.sim.session as session_module
 from tests.standing_npcs import standing_session
 from vectorworld.sim.metrics import StuckRemoval
 from vectorworld.sim.session import STUCK_TIMEOUT_S, Session
@@ -33,7 +35,10 @@ def park_ego_ahead_of_first_npc(session: Session) -> int:
     return npc_id
 
 
-def test_each_stuck_removal_is_in_its_steps_metrics_and_adds_up_to_the_report() -> None:
+def test_each_stuck_removal_is_in_its_steps_metrics_and_adds_up_to_the_report(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The straight road ends 40 m past the last tile's centre: keep its standing NPCs from leaving there.
+    monkeypatch.setattr(session_module, "WORLD_EDGE_STANDING_M", 0.0)
     session = standing_session(seed=0, max_steps=400)
     session.reset()
     for _ in range(30):  # the NPCs brake to a stop; the ego waits where it started
@@ -73,4 +78,23 @@ def test_no_removal_means_empty_step_metrics() -> None:
     assert obs.step_metrics.stuck_removals == ()
     while not session.done:
         assert session.step().step_metrics.stuck_removals == ()
+    assert session.report()["npc_removed_stuck"] == 0
+
+
+def test_standing_npcs_near_the_open_end_of_the_world_leave_and_are_not_counted_stuck() -> None:
+    session = standing_session(seed=0, max_steps=400)
+    session.reset()
+    near_end: set[int] = set()
+    for _ in range(30):  # the NPCs brake to a stop; the ego waits where it started
+        a = session.agents
+        for slot in np.flatnonzero(a.valid):
+            route = session.routes.get(int(a.id[slot]))
+            if slot != session.ego_slot and route and not session.world.graph[route[-1]].successors:
+                end = session.world.graph[route[-1]].points[-1]
+                if np.linalg.norm(end - a.xy[slot]) < 25.0:  # within WORLD_EDGE_STANDING_M
+                    near_end.add(int(a.id[slot]))
+        xy = a.xy[session.ego_slot]
+        session.step(StateCommand(float(xy[0]), float(xy[1]), 0.0, 0.0))
+    assert near_end, "no NPC stood near the world's open end"
+    assert not np.isin(session.agents.id[session.agents.valid], list(near_end)).any()
     assert session.report()["npc_removed_stuck"] == 0
