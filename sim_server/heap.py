@@ -59,17 +59,15 @@ class HeapFreezer:
             return False
         with self._lock:
             closed = closed_total - self._closed_at_thaw
-            if closed <= 0 or closed <= self.thaw_fraction * (live_sessions + closed):
-                thaw = False
-            else:
-                thaw = True
+            thaw = closed > 0 and closed > self.thaw_fraction * (live_sessions + closed)
+            if thaw:
                 self._closed_at_thaw = closed_total
                 gc.unfreeze()
-                t0 = time.perf_counter()
-                gc.collect()
+            t0 = time.perf_counter()
+            gc.collect()  # a thaw: everything; else only what is not frozen yet
+            if thaw:
                 self.last_thaw_s = time.perf_counter() - t0
                 self.thaws += 1
-            gc.collect()  # (after a thaw: nearly nothing left to walk)
             gc.freeze()
             self._frozen_by_us = True
             return thaw

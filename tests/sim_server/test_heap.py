@@ -101,16 +101,19 @@ def test_without_gc_freeze_sessions_stay_in_the_collections() -> None:
         server.stop(grace_s=1.0)
 
 
-def test_the_reaper_round_thaws_after_closes_and_frees_the_closed_sessions() -> None:
+def test_the_reaper_round_thaws_once_the_closed_sessions_pass_the_fraction() -> None:
     server = create_server(server_config(reap_interval_s=3600.0))
     try:
         with SimClient(f"127.0.0.1:{server.port}", timeout_s=30.0) as client:
-            remote = client.create_session(seed=2)
-            session = weakref.ref(server.manager.get(remote.id).session)
-            remote.close()
-            gc.collect()
-            assert session() is not None  # frozen garbage: a full collection does not see it
-            server.housekeeping()  # the reaper's round (0 live, 1 closed: past 25 %)
-            assert session() is None and server.heap.thaws == 1
+            remotes = [client.create_session(seed=k) for k in range(4)]
+            remotes[0].close()
+            server.housekeeping()  # the reaper's round: 1 closed of 4 frozen sessions, not past 25 %
+            assert server.heap.thaws == 0
+            remotes[1].close()
+            server.housekeeping()  # 2 closed since the last thaw, 2 live: past it
+            assert server.heap.thaws == 1
+            server.housekeeping()  # nothing closed since
+            assert server.heap.thaws == 1
+            assert all(not tracked(m.session) for m in server.manager.list())  # frozen again
     finally:
         server.stop(grace_s=1.0)
