@@ -9,9 +9,11 @@ coincided with one). Threads or more engine workers cannot help: the collector s
 What: :meth:`HeapFreezer.settle` collects the objects that are not frozen yet (cheap: the newest session and
 what survived steps since the last settle) and moves the survivors into the permanent generation
 (``gc.freeze``), which no collection walks. The server settles at start (its imports), after recovery, after
-every CreateSession and on every reaper round, so the automatic collections only ever see young objects.
+every CreateSession and on every reaper round, so the automatic collections only ever walk what was allocated
+since the last settle.
 
-The price: a closed session's objects are in reference cycles, so while frozen they are not freed. The server
+The price: a closed session's objects are in reference cycles (most of them the procedural city plan's lane
+graph and its method caches), so while frozen they are not freed. The server
 counts closed sessions and :meth:`HeapFreezer.tick` *thaws* (``gc.unfreeze``, one full collection, freeze
 again) once the closed ones would be more than ``thaw_fraction`` of the frozen sessions (CPython's own rule for
 full collections is the same 25 %). A thaw is the one pause that is left: as long as the full collection it
