@@ -150,6 +150,7 @@ class DeltaSimInference(nn.Module):
             route_scale = net.route_scale.reshape(-1).repeat(route_in // net.route_scale.numel())
             self.ego = _FoldedMLP(net.ego_embed, torch.cat([hist_scale, 1.0 / net.static_scale, route_scale]),
                                   net.kind_embed[0])
+            self.static_features = net.static_scale.numel()
             self.neighbor = _FoldedMLP(net.neighbor_embed, 1.0 / net.neighbor_scale, net.kind_embed[1])
             lane_scale = torch.ones(net.lane_embed[0].weight.shape[1])
             lane_scale[: 2 * c.chunk_points] = 1.0 / LANE_POINT_SCALE
@@ -174,7 +175,8 @@ class DeltaSimInference(nn.Module):
                 lane_mask: torch.Tensor, route_ahead: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Inputs as :meth:`DeltaSimNet.forward`; returns (h (S, d), logits (S, K))."""
         s = history.shape[0]
-        ego_in = torch.cat([history.reshape(s, -1), static, route_ahead.reshape(s, -1)], -1)
+        ego_in = torch.cat([history.reshape(s, -1), static[:, : self.static_features], route_ahead.reshape(s, -1)],
+                           -1)
         lane_in = torch.cat([lane_points.flatten(2), lane_features], -1)
         x = torch.cat([self.ego(ego_in)[:, None], self.neighbor(neighbors), self.lane(lane_in)], 1)  # (S, T, d)
         valid = torch.cat([torch.ones_like(neighbor_mask[:, :1]), neighbor_mask, lane_mask], 1)   # (S, T)

@@ -22,10 +22,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from policies.deltasim.observation import (
+    BASE_STATIC_FEATURES,
     HISTORY_FEATURES,
     LANE_FEATURES,
     NEIGHBOR_FEATURES,
     ROUTE_FEATURES,
+    SIGNAL_FEATURES,
     STATIC_FEATURES,
     Observation,
     with_stop_token,
@@ -49,6 +51,9 @@ class DeltaSimNetConfig:
     chunk_points: int = 9
     residual_scale: tuple[float, float, float] = (0.05, 0.05, 0.005)
     context_layers: int = 0
+    signal_features: bool = True
+    """Read the agent's light ahead and its right-of-way grant (the last ``SIGNAL_FEATURES`` of ``static``);
+    checkpoints saved before they existed read only the first ``BASE_STATIC_FEATURES``."""
 
     def __post_init__(self) -> None:
         if self.num_layers < 1 or self.context_layers < 0 or self.d_model % self.num_heads:
@@ -68,12 +73,18 @@ class DeltaSimNetConfig:
     def from_dict(cls, data: dict) -> DeltaSimNetConfig:
         data = dict(data)
         data["residual_scale"] = tuple(data["residual_scale"])
+        data.setdefault("signal_features", False)  # saved before the signal features existed
         return cls(**data)
+
+    @property
+    def static_features(self) -> int:
+        """How many of the ``static`` features the network reads."""
+        return STATIC_FEATURES if self.signal_features else BASE_STATIC_FEATURES
 
 
 # Fixed input scales (features are divided by these).
 _HISTORY_SCALE = (10.0, 10.0, 1.0, 1.0, 10.0, 1.0)
-_STATIC_SCALE = (5.0, 2.0, 1.0, 1.0, 1.0)
+_STATIC_SCALE = (5.0, 2.0, 1.0, 1.0, 1.0) + (1.0,) * SIGNAL_FEATURES
 _NEIGHBOR_SCALE = (20.0, 20.0, 1.0, 1.0, 10.0, 10.0, 5.0, 2.0, 1.0, 1.0, 1.0)
 LANE_POINT_SCALE = 20.0
 # Route targets (R, 4): x / 20 m; y finer for near targets (the current lateral offset matters to the decimetre);
@@ -116,7 +127,7 @@ class DeltaSimNet(nn.Module):
         super().__init__()
         self.config = config
         c, d = config, config.d_model
-        self.ego_embed = _mlp(c.history_steps * HISTORY_FEATURES + STATIC_FEATURES
+        self.ego_embed = _mlp(c.history_steps * HISTORY_FEATURES + c.static_features
                               + len(ROUTE_AHEAD_M) * ROUTE_FEATURES, 2 * d, d)
         self.neighbor_embed = _mlp(NEIGHBOR_FEATURES, d, d)
         self.lane_embed = _mlp(c.chunk_points * 2 + LANE_FEATURES, d, d)
@@ -126,7 +137,7 @@ class DeltaSimNet(nn.Module):
         self.logits_head = nn.Linear(d, c.vocab_size)
         self.residual_head = nn.Linear(d, 3 * c.vocab_size)
         self.register_buffer("history_scale", torch.tensor(_HISTORY_SCALE), persistent=False)
-        self.register_buffer("static_scale", torch.tensor(_STATIC_SCALE), persistent=False)
+        self.register_buffer("static_scale", torch.tensor(_STATIC_SCALE[: c.static_features]), persistent=False)
         self.register_buffer("neighbor_scale", torch.tensor(_NEIGHBOR_SCALE), persistent=False)
         self.register_buffer("residual_scale", torch.tensor(c.residual_scale), persistent=False)
         self.register_buffer("route_scale", torch.tensor(_ROUTE_SCALE), persistent=False)
@@ -149,8 +160,8 @@ class DeltaSimNet(nn.Module):
         """Shapes as in :class:`Observation` (float32 tensors, bool masks)."""
         s = history.shape[0]
         route = route_ahead * self.route_scale
-        ego_in = torch.cat([(history / self.history_scale).reshape(s, -1), static / self.static_scale,
-                            route.reshape(s, -1)], -1)
+        own = static[:, : self.static_scale.numel()] / self.static_scale
+        ego_in = torch.cat([(history / self.history_scale).reshape(s, -1), own, route.reshape(s, -1)], -1)
         ego = self.ego_embed(ego_in)[:, None] + self.kind_embed[0]                  # (S, 1, d)
         nbr = self.neighbor_embed(neighbors / self.neighbor_scale) + self.kind_embed[1]  # (S, N, d)
         lane_in = torch.cat([lane_points.reshape(s, lane_points.shape[1], -1) / LANE_POINT_SCALE,

@@ -3,7 +3,9 @@
 The agent frame has its origin at the agent's box centre, x along its heading. For each observed agent:
 
 * own history: the last H steps (x, y, cos dyaw, sin dyaw, speed, valid) in the current agent frame, plus
-  static features (length, width, type one-hot);
+  own features: length, width, type one-hot, and the light ahead (the first signalised lane of its route
+  within ``SIGNAL_LOOKAHEAD_M``: red / yellow / green one-hot, distance to its stop point) and whether the
+  step's right of way granted it its next connector;
 * N other agents (the ego included): first those ahead in its route corridor (up to 60 m along the route:
   the queue it follows, even beyond the neighbour radius), then the nearest others; relative pose, velocity
   in the agent frame, size, type;
@@ -30,13 +32,17 @@ import numpy as np
 from policies.base import PolicyInput
 from policies.deltasim.junctions import STOP_DEPTH_M, HeldAgents, JunctionStops
 from policies.deltasim.lane_chunks import ChunkTables, LaneChunkCache, PackedLanes
-from policies.deltasim.routes import RouteTargets
+from policies.deltasim.routes import RouteFix, RouteTargets
+from policies.junctions import SIGNAL_LOOKAHEAD_M
 from policies.route_paths import RoutePaths
 from vectorworld import geometry
 from vectorworld.scene import AgentType
+from vectorworld.signals import GREEN_STATES, RED_STATES, YELLOW_STATES
 
 HISTORY_FEATURES = 6
-STATIC_FEATURES = 5
+BASE_STATIC_FEATURES = 5
+SIGNAL_FEATURES = 5
+STATIC_FEATURES = BASE_STATIC_FEATURES + SIGNAL_FEATURES
 NEIGHBOR_FEATURES = 11
 LANE_FEATURES = 10
 ROUTE_FEATURES = 4
@@ -74,7 +80,9 @@ class ObservationFeatures:
     stated; all in each agent's own frame). Observations and training samples both hold these arrays.
 
     history: (S, H, 6) x m, y m, cos dyaw, sin dyaw, speed m/s, valid.
-    static: (S, 5) length m, width m, is_vehicle, is_pedestrian, is_cyclist.
+    static: (S, 10) length m, width m, is_vehicle, is_pedestrian, is_cyclist, then the light ahead: is_red,
+    is_yellow, is_green (all 0: no light within SIGNAL_LOOKAHEAD_M, or unknown), distance to its stop point /
+    SIGNAL_LOOKAHEAD_M (1 without a light), granted (the right of way lets it enter its next connector).
     neighbors: (S, N, 11) x, y, cos dyaw, sin dyaw, vx, vy (m/s), length, width, type one-hot (3).
     neighbor_mask: (S, N) bool.
     lane_points: (S, L, P, 2) m. lane_features: (S, L, 10): relation one-hot (6), on_route, route position
@@ -191,6 +199,36 @@ def stop_tokens(held: HeldAgents, ids: np.ndarray, xy: np.ndarray, yaw: np.ndarr
     return out, mask
 
 
+def signal_features(inp: PolicyInput, fix: RouteFix, rows: np.ndarray, agent_ids: np.ndarray,
+                    granted: frozenset[int]) -> np.ndarray:
+    """(S, SIGNAL_FEATURES) of the agents at ``rows`` of ``fix`` (ids ``agent_ids``): the light ahead on the
+    route (red, yellow, green one-hot; distance to its stop point / SIGNAL_LOOKAHEAD_M, 1 without one) and
+    whether ``granted`` holds the agent."""
+    out = np.zeros((len(rows), SIGNAL_FEATURES))
+    out[:, 3] = 1.0
+    signals = inp.signals
+    if len(signals):
+        for k, row in enumerate(rows.tolist()):
+            profile = fix.profiles[row]
+            if profile is None:
+                continue
+            for lane_id, start in profile.signal_lanes:
+                ahead = start - float(fix.s_m[row])
+                if ahead > SIGNAL_LOOKAHEAD_M:
+                    break
+                state = signals.state(lane_id)
+                if ahead < 0 or state is None:
+                    continue
+                colour = 0 if state in RED_STATES else 1 if state in YELLOW_STATES else 2 if state in GREEN_STATES \
+                    else -1
+                if colour >= 0:
+                    out[k, colour] = 1.0
+                out[k, 3] = ahead / SIGNAL_LOOKAHEAD_M
+                break
+    out[:, 4] = np.isin(agent_ids, np.fromiter(granted, np.int64, len(granted)))
+    return out
+
+
 class ObservationBuilder:
     """Builds :class:`Observation` batches; keeps the lane-chunk cache between steps."""
 
@@ -259,7 +297,10 @@ class ObservationBuilder:
             targets, target_ok, cap = fix.targets[rows], fix.valid[rows], fix.cap_mps[rows]
         else:
             fix = self.targets(inp, slots)
+            rows = np.arange(len(slots))
             targets, target_ok, cap = fix.targets, fix.valid, fix.cap_mps
+        decision = inp.right_of_way if inp.right_of_way is not None else self.junctions.service.decide(inp)
+        static = np.concatenate([static, signal_features(inp, fix, rows, agents.id[slots], decision.granted)], -1)
         route = np.concatenate([targets, target_ok[..., None], cap[..., None]], -1)
         neighbors, nmask, nslots = self._neighbors(inp, slots, route)
         stop, stop_mask = stop_tokens(held, agents.id[slots], agents.xy[slots], agents.yaw[slots])

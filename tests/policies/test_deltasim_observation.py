@@ -126,6 +126,7 @@ def reference(inp: PolicyInput, slot: int, cfg: ObservationConfig) -> dict[str, 
     return {"history": hist, "neighbors": nbr, "lane_points": lane_pts, "lane_features": lane_feat,
             "route_ahead": route,
             "static": np.array([a.length[slot], a.width[slot], *_one_hot(int(a.agent_type[slot]))])}
+    # (the signal features that follow these in ``static`` are checked in test_deltasim_signal_features.py)
 
 
 def _check(inp: PolicyInput, cfg: ObservationConfig) -> None:
@@ -134,7 +135,8 @@ def _check(inp: PolicyInput, cfg: ObservationConfig) -> None:
     for row, slot in enumerate(obs.slots):
         ref = reference(inp, int(slot), cfg)
         for name, value in ref.items():
-            np.testing.assert_allclose(getattr(obs, name)[row], value, atol=2e-4, err_msg=f"{name} slot {slot}")
+            got = getattr(obs, name)[row][..., : value.shape[-1]]
+            np.testing.assert_allclose(got, value, atol=2e-4, err_msg=f"{name} slot {slot}")
 
 
 def test_batched_observation_matches_per_agent_on_synthetic_road() -> None:
