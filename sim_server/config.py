@@ -36,6 +36,12 @@ class ServerConfig:
     gil_switch_interval_s: the interpreter's GIL switch interval while the server runs (``sys.
         setswitchinterval``, process-wide; Python's default is 5 ms; None leaves it alone): an engine thread
         holding the GIL gives it up to the event loop after this long.
+    gc_freeze: keep live sessions' objects out of the cyclic garbage collector's full collections
+        (``gc.freeze`` after start, recovery, every CreateSession and reaper round; ``sim_server/heap.py``).
+        Without it a full collection stops the whole server for ~3 ms per live session (0.57 s at 200
+        sessions, measured); with it a pause that long is left only when, after many sessions closed, their
+        frozen garbage is thawed and collected. Process-wide (an embedding process's objects are frozen too;
+        unfrozen at stop).
     state_dir: where session journals live (``sim_server/journal.py``); None = no journal (sessions end
         with the process). :func:`default_state_dir` is what ``vectorworld serve`` uses by default.
     journal_fsync_s: how often journals are fsync'd (each step is written before its reply either way).
@@ -62,6 +68,7 @@ class ServerConfig:
     engine_saturation_s: float = 1.0
     engine_nice: int = 5
     gil_switch_interval_s: float | None = 0.001
+    gc_freeze: bool = True
     state_dir: Path | None = None
     journal_fsync_s: float = 0.2
     snapshot_every: int = 200

@@ -74,6 +74,7 @@ class EnginePool:
             finally:
                 self._running.discard(job)
             done(ok, value)
+            del item, fn, done, value  # not kept alive until the next job (a closed session's last result)
 
     def _put(self, fn: Callable[[], Any], done: Done) -> int:
         job = next(self._ids)

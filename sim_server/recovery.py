@@ -29,7 +29,8 @@ from sim_server.journal import (
     read_journal,
     state_digest,
 )
-from sim_server.sessions import CachedReply, ManagedSession, SessionFactory
+from sim_server.managed import CachedReply, ManagedSession
+from sim_server.sessions import SessionFactory
 from sim_server.snapshots import Snapshot, SnapshotUnusable, read_snapshot
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.session import Session

@@ -42,6 +42,7 @@ from grpc_reflection.v1alpha import reflection
 from sim_server.auth import BearerTokenInterceptor
 from sim_server.config import ServerConfig
 from sim_server.engine_pool import EnginePool
+from sim_server.heap import HeapFreezer
 from sim_server.journal import JournalStore
 from sim_server.metrics import ServerMetrics
 from sim_server.recovery import lost_from_earlier_runs, recover_one
@@ -67,6 +68,7 @@ class SimServer:
                                                                              config.journal_fsync_s,
                                                                              config.snapshot_every)
         self.pool = EnginePool(config.engine_workers, config.engine_saturation_s, nice=config.engine_nice)
+        self.heap = HeapFreezer(config.gc_freeze)
         self.manager = SessionManager(config.max_sessions, config.idle_timeout_s,
                                       config.session_lock_timeout_s, factory, on_step=self._on_step,
                                       on_reaped=lambda ids: self.metrics.sessions_closed.inc(
@@ -74,7 +76,7 @@ class SimServer:
         self.metrics = ServerMetrics(live_sessions=lambda: float(len(self.manager)),
                                      engine_queued=lambda: float(self.pool.queued),
                                      engine_running=lambda: float(self.pool.running))
-        self.servicer = SimulatorServicer(self.manager, config, self.metrics, self.pool)
+        self.servicer = SimulatorServicer(self.manager, config, self.metrics, self.pool, self.heap)
         self._started = threading.Event()
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
@@ -153,9 +155,10 @@ class SimServer:
         if self.config.http_port is not None:
             self._start_http()
         self._recover(pending)
+        self.heap.settle()  # the imports and the rebuilt sessions: never walked by a collection again
         if self.journals is not None:
             self.journals.start()
-        self.manager.start_reaper(self.config.reap_interval_s, on_tick=self.release_memory)
+        self.manager.start_reaper(self.config.reap_interval_s, on_tick=self.housekeeping)
         self._started.set()
         self._monitor = self._run(self._start_monitor())
         log.info("vectorworld serving gRPC on %s:%d%s (%d engine workers%s)", self.config.host, self.port,
@@ -181,6 +184,7 @@ class SimServer:
                 if self._http_thread is not None:
                     self._http_thread.join(timeout=5.0)
             self._end_loop()
+            self.heap.release()
             self._stopped.set()
 
     async def _astop(self, grace: float) -> None:
@@ -258,6 +262,7 @@ class SimServer:
         for future in as_completed(futures):  # each session answers as soon as it is rebuilt
             session_id, managed, lost = future.result()
             self.manager.end_recovery(futures[future].stem, managed, lost)
+            self.heap.settle()  # (each rebuilt session at once: no full collection walks the growing heap)
             if managed is not None:
                 self.metrics.sessions_recovered.inc()
                 self.metrics.recovery_replayed_steps.inc(amount=managed.recovery_replayed)
@@ -275,6 +280,14 @@ class SimServer:
         self.metrics.engine_step.observe(engine_s)
         for ms in new_tile_ms:
             self.metrics.tile_latency.observe(ms / 1000.0)
+
+    def housekeeping(self) -> None:
+        """The reaper's round: settle (or thaw) the frozen heap (``sim_server/heap.py``), then hand free
+        memory back to the OS if sessions closed (or a thaw freed theirs)."""
+        closed = sum(self.metrics.sessions_closed.value(reason) for reason in ("client", "reaped"))
+        if self.heap.tick(len(self.manager), closed):
+            self._closed_at_release = -1.0  # their memory was freed only now
+        self.release_memory()
 
     def release_memory(self) -> bool:
         """If sessions closed since the last call, hand the allocator's free memory back to the OS (glibc

@@ -61,6 +61,7 @@ from google.protobuf.message import DecodeError, Message
 from sim_server import RECOVERING_METADATA
 from sim_server.config import ServerConfig
 from sim_server.engine_pool import EnginePool
+from sim_server.heap import HeapFreezer
 from sim_server.metrics import ServerMetrics
 from sim_server.sessions import (
     ManagedSession,
@@ -122,11 +123,12 @@ class SimulatorServicer:
     out; register it with :func:`method_handlers`)."""
 
     def __init__(self, manager: SessionManager, config: ServerConfig, metrics: ServerMetrics,
-                 pool: EnginePool | None = None) -> None:
+                 pool: EnginePool | None = None, heap: HeapFreezer | None = None) -> None:
         self.manager = manager
         self.config = config
         self.metrics = metrics
         self.pool = EnginePool(config.engine_workers, config.engine_saturation_s) if pool is None else pool
+        self.heap = HeapFreezer(enabled=False) if heap is None else heap
 
     # ----------------------------------------------------------------- RPCs
     async def CreateSession(self, raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
@@ -146,6 +148,7 @@ class SimulatorServicer:
                                                     sim_time_us=obs.sim_time_us, config=resolved_config(config))
                 with self.manager.locked(managed.id):  # the first observation: complete, the deltas' base
                     managed.encoder.encode(obs, response.observation)
+                self.heap.settle()  # the new session's objects: frozen, never walked by a full collection
                 return response.SerializeToString()
 
             reply = await self.pool.run(create)

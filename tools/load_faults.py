@@ -88,18 +88,26 @@ class HealthProber:
         self._proc = subprocess.Popen([sys.executable, "-c", PROBER, target, str(period_s), running,
                                        str(time.perf_counter() + max_s)], stdout=subprocess.PIPE, text=True)
 
-    def stop(self, window: tuple[float, float] = (0.0, 0.0)) -> dict[str, Any]:
+    def stop(self, window: tuple[float, float] = (0.0, 0.0), busy_until: float | None = None) -> dict[str, Any]:
         """Figures outside ``window`` (the restart: perf_counter from, to), the failures outside it, and the
-        slowest checks outside it (``health_worst``: s since the prober started, ms; inf = failed)."""
+        slowest checks outside it (``health_worst``: s since the prober started, ms; inf = failed); with
+        ``busy_until`` (perf_counter) also the max and count over 100 ms of the checks before it
+        (``health_busy_*``: while the active sessions stepped, not the teardown that closes every session)."""
         self._running.unlink(missing_ok=True)
         out, _ = self._proc.communicate(timeout=60)
         self.samples = [(t, ms) for t, ms in json.loads(out or "[]")]
         outside = [(t, ms) for t, ms in self.samples if not window[0] <= t <= window[1]]
         ok = [ms for _, ms in outside if ms is not None]
+        busy = [ms for t, ms in outside if ms is not None and busy_until is not None and t < busy_until]
+        if busy_until is not None:
+            extra = {"health_busy_ms_max": max(busy, default=float("nan")),
+                     "health_busy_over_100ms": sum(ms > 100.0 for ms in busy)}
+        else:
+            extra = {}
         worst = sorted(((ms if ms is not None else float("inf"), t - self.started) for t, ms in outside), reverse=True)
         return {"checks": len(outside), "failures": sum(ms is None for _, ms in outside),
                 "health_over_100ms": sum(ms > 100.0 for ms in ok), **percentiles(ok, "health_ms"),
-                "health_worst": [(round(t, 2), round(ms, 1)) for ms, t in worst[:8]]}
+                "health_worst": [(round(t, 2), round(ms, 1)) for ms, t in worst[:8]], **extra}
 
 
 class IdleStreams:
@@ -296,11 +304,12 @@ def faults(make_server: Callable[[int, Path | None], Any], config: SessionConfig
             restart["recovery_s"] = float(stats_after["recovery_s"])
     times.update(server.step_times())
     wall = time.perf_counter() - t0
-    phases["active_done_s"] = round(time.perf_counter() - prober.started, 2)
+    active_done = time.perf_counter()
+    phases["active_done_s"] = round(active_done - prober.started, 2)
     idle.speak()
     idle.close()
     errors += idle.errors
-    health = prober.stop(restart.get("window", (0.0, 0.0)))
+    health = prober.stop(restart.get("window", (0.0, 0.0)), busy_until=active_done)
     stats = server.ask("stats")
     server.close()
     shutil.rmtree(state, ignore_errors=True)

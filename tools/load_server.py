@@ -59,6 +59,7 @@ def serve_child(args: argparse.Namespace) -> int:
                                         max_sessions=max(args.sessions + 8, args.max_sessions),
                                         engine_workers=args.engine_workers, state_dir=args.state_dir,
                                         engine_nice=args.engine_nice, snapshot_every=args.snapshot_every,
+                                        gc_freeze=args.gc_freeze,
                                         gil_switch_interval_s=args.gil_switch_ms / 1000.0 if args.gil_switch_ms
                                         else None,
                                         session_defaults=session_config(args)), start=False)
@@ -98,9 +99,10 @@ def serve_child(args: argparse.Namespace) -> int:
                     steps.clear()
                 reply: dict[str, Any] = {"steps": rows}
             elif command == "stats":
+                server.housekeeping()  # the reaper's round (frozen garbage of closed sessions, sim_server/heap.py)
                 gc.collect()
                 m = server.metrics
-                reply = {"rss_mib": rss_mib(), "objects": len(gc.get_objects()),
+                reply = {"rss_mib": rss_mib(), "objects": len(gc.get_objects()) + gc.get_freeze_count(),
                          "live_sessions": len(server.manager), "recovered": m.sessions_recovered.value(),
                          "lost": m.sessions_lost.value(), "replayed_steps": m.replayed_steps.value(),
                          "recovery_s": server.recovery_s, "recovery_snapshots": m.recovery_snapshots.value(),
@@ -149,7 +151,7 @@ class ServerProcess:
                    "--overhead-steps", str(args.overhead_steps), "--engine-workers", str(args.engine_workers),
                    "--max-sessions", str(args.max_sessions), "--port", str(port),
                    "--engine-nice", str(args.engine_nice), "--snapshot-every", str(args.snapshot_every),
-                   "--gil-switch-ms", str(args.gil_switch_ms)]
+                   "--gil-switch-ms", str(args.gil_switch_ms)] + ([] if args.gc_freeze else ["--no-gc-freeze"])
         if state_dir is not None:
             command += ["--state-dir", str(state_dir)]
         self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

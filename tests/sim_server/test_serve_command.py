@@ -28,8 +28,20 @@ def test_help_lists_the_options() -> None:
     result = CliRunner().invoke(make_app(), ["serve", "--help"])
     assert result.exit_code == 0
     for option in ("--port", "--http-port", "--host", "--token", "--tls-cert", "--tls-key", "--max-sessions",
-                   "--engine-workers", "--state-dir", "--no-journal", "--snapshot-every"):
+                   "--engine-workers", "--state-dir", "--no-journal", "--snapshot-every", "--no-gc-freeze"):
         assert option in result.output
+
+
+@pytest.mark.parametrize(("flags", "frozen"), [([], True), (["--no-gc-freeze"], False)])
+def test_gc_freeze_reaches_the_server_config(flags: list[str], frozen: bool, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import sim_server.server
+
+    served: list[ServerConfig] = []
+    monkeypatch.setattr(sim_server.server, "serve", served.append)
+    result = CliRunner().invoke(make_app(), ["serve", "--state-dir", str(tmp_path), *flags])
+    assert result.exit_code == 0, result.output
+    assert [config.gc_freeze for config in served] == [frozen]
 
 
 def test_bad_input_exits_2() -> None:

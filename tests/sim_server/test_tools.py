@@ -112,4 +112,5 @@ def test_load_test_fault_and_idle_phases_run_small(tmp_path: Path) -> None:
     assert faults["vanished"] == faults["vanished_exactly_once"] == 1
     assert faults["idle_spoke_after_restart"] == faults["idle_opened"] == 2
     assert faults["paired"] > 0 and faults["checks"] > 0  # (health latency and failures: measured, not asserted)
+    assert faults["health_busy_ms_max"] <= faults["health_ms_max"]  # the checks while active: a subset
     assert idle["new_session_served"] and idle["idle_opened"] == 4 and idle["errors"] == []

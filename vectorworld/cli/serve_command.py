@@ -49,6 +49,10 @@ def register(app: typer.Typer) -> None:
         snapshot_every: int = typer.Option(200, "--snapshot-every",
                                            help="Snapshot each journaled session every N steps, so a restart "
                                                 "replays at most N steps per session (0 = never: replay all)."),
+        no_gc_freeze: bool = typer.Option(False, "--no-gc-freeze",
+                                          help="Let the garbage collector's full collections walk every live "
+                                               "session (each stops the server ~3 ms per session); by default "
+                                               "live sessions are frozen out of them."),
         idle_timeout: float = typer.Option(600.0, "--idle-timeout",
                                            help="Close sessions idle for this many seconds."),
         grace: float = typer.Option(10.0, "--grace", help="Seconds in-flight calls get at shutdown."),
@@ -74,7 +78,7 @@ def register(app: typer.Typer) -> None:
                                   token=token, tls_cert=tls_cert, tls_key=tls_key, max_sessions=max_sessions,
                                   idle_timeout_s=idle_timeout, grace_s=grace, scenario_dir=scenario_dir,
                                   engine_workers=default_engine_workers() if engine_workers is None else engine_workers,
-                                  snapshot_every=snapshot_every,
+                                  snapshot_every=snapshot_every, gc_freeze=not no_gc_freeze,
                                   state_dir=None if no_journal else (state_dir or default_state_dir()),
                                   session_defaults=SessionConfig(generator=generator, npc_policy=npc)
                                   ).validate()
