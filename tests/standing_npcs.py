@@ -8,8 +8,10 @@ ahead of it, so after ``STUCK_TIMEOUT_S`` the Session removes it with the cause 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
+import vectorworld.sim.session as session_module
 from policies.base import Policy, PolicyInput
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.session import Session
@@ -29,3 +31,10 @@ def standing_session(seed: int = 0, max_steps: int = 700) -> Session:
     config = SessionConfig(generator="test-straight", seed=seed, target_km=1.0, max_steps=max_steps,
                            terminate_on_collision=False)
     return Session(config, npc_policy=StandingPolicy())
+
+
+@pytest.fixture
+def stay_at_open_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The straight road ends 40 m past its last tile's centre: keep standing NPCs there from leaving the world
+    (``WORLD_EDGE_STANDING_M``), so they stand until the stuck clock removes them."""
+    monkeypatch.setattr(session_module, "WORLD_EDGE_STANDING_M", 0.0)

@@ -9,8 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import vectorworld.sim.session as session_module
-from tests.standing_npcs import standing_session
+from tests.standing_npcs import standing_session, stay_at_open_ends  # noqa: F401  (the fixture)
 from vectorworld.sim.metrics import StuckRemoval
 from vectorworld.sim.session import STUCK_TIMEOUT_S, Session
 from vectorworld.sim.stuck_causes import CAUSES
@@ -35,10 +34,8 @@ def park_ego_ahead_of_first_npc(session: Session) -> int:
     return npc_id
 
 
-def test_each_stuck_removal_is_in_its_steps_metrics_and_adds_up_to_the_report(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # The straight road ends 40 m past the last tile's centre: keep its standing NPCs from leaving there.
-    monkeypatch.setattr(session_module, "WORLD_EDGE_STANDING_M", 0.0)
+@pytest.mark.usefixtures("stay_at_open_ends")
+def test_each_stuck_removal_is_in_its_steps_metrics_and_adds_up_to_the_report() -> None:
     session = standing_session(seed=0, max_steps=400)
     session.reset()
     for _ in range(30):  # the NPCs brake to a stop; the ego waits where it started

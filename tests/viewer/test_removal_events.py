@@ -10,6 +10,7 @@ import numpy as np
 import pygame
 import pytest
 
+from tests.standing_npcs import stay_at_open_ends  # noqa: E402,F401  (the fixture)
 from tests.viewer.synthetic_frames import NPC_ID, NPC_XY, make_frames
 from tests.viewer.test_render import PLAIN, SIZE, count_color, fixed_camera
 from vectorworld.sim.metrics import StuckRemoval
@@ -87,6 +88,7 @@ def test_timeline_tick_legend_and_a_png_that_shows_it(store, tmp_path: Path):
     assert count_color(img, style.NPC_REMOVED, around_npc(followed)) > 80
 
 
+@pytest.mark.usefixtures("stay_at_open_ends")
 def test_a_recorded_sessions_removals_are_events_at_their_steps(tmp_path: Path):
     from tests.standing_npcs import standing_session
     from vectorworld.wire.recording import RecordingWriter, read_recording

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.standing_npcs import standing_session
+import pytest
+
+from tests.standing_npcs import standing_session, stay_at_open_ends  # noqa: F401  (the fixture)
 from vectorworld.sim.metrics import StepMetrics, StuckRemoval
 from vectorworld.v1 import world_pb2
 from vectorworld.wire.codec import step_metrics_from_proto, step_metrics_to_proto
@@ -23,6 +25,7 @@ def test_stuck_removals_round_trip_in_step_metrics() -> None:
     assert step_metrics_from_proto(step_metrics_to_proto(StepMetrics(), world_pb2.StepMetrics())).stuck_removals == ()
 
 
+@pytest.mark.usefixtures("stay_at_open_ends")
 def test_a_sessions_removals_survive_observations_frames_and_recordings(tmp_path: Path) -> None:
     from vectorworld.wire.codec import frame_from_proto, frame_to_proto, observation_from_proto, observation_to_proto
 
