@@ -10,7 +10,7 @@ import numpy as np
 import pygame
 import pytest
 
-from tests.standing_npcs import stay_at_open_ends  # noqa: E402,F401  (the fixture)
+from tests.standing_npcs import stay_at_open_ends  # noqa: F401  (the fixture)
 from tests.viewer.synthetic_frames import NPC_ID, NPC_XY, make_frames
 from tests.viewer.test_render import PLAIN, SIZE, count_color, fixed_camera
 from vectorworld.sim.metrics import StuckRemoval
