@@ -147,14 +147,19 @@ class IdmCore:
         gap, lead_speed = np.full(n, np.inf), np.zeros(n)  # agents without a route stop anyway
         gap[rows], lead_speed[rows] = self._leaders(inp, slots[rows], ahead[rows], ahead_s[rows], s_now[rows])
         virtual_gap = stop_at - s_now - a.length[slots] / 2.0
-        use_virtual = virtual_gap < gap
-        gap = np.where(use_virtual, virtual_gap, gap)
-        lead_speed = np.where(use_virtual, 0.0, lead_speed)
         v = np.maximum(a.speed[slots], 0.0)
         # Desired speed: the tightest cap ahead, reachable with comfortable braking.
         reach = np.sqrt(ahead_cap**2 + 2.0 * p.comfort_decel_mps2 * np.maximum(ahead_s - s_now[:, None], 0))
         v0 = np.maximum(reach.min(1), 0.5)
-        accel = idm_accel(v, v0, gap, lead_speed, p)
+        # The leader and the virtual stop (a held entry, a light, the road's end) each ask for an acceleration;
+        # the lower one binds. (The nearer of the two is not enough: a leader driving through a light that
+        # turns red is nearer than the stop line but asks for no braking.)
+        accel_leader = idm_accel(v, v0, gap, lead_speed, p)
+        accel_stop = idm_accel(v, v0, virtual_gap, np.zeros(n), p)
+        use_virtual = accel_stop < accel_leader
+        gap = np.where(use_virtual, virtual_gap, gap)
+        lead_speed = np.where(use_virtual, 0.0, lead_speed)
+        accel = np.minimum(accel_leader, accel_stop)
         paths = [None if pr is None else pr.path for pr in profiles]
         return IdmPlan(slots, accel, paths, s_now, lateral, routed, uniform, gap, lead_speed)
 

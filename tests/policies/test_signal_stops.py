@@ -95,3 +95,21 @@ def test_deltasim_stop_tokens_hold_an_agent_at_red_beyond_the_junction_approach(
     builder = ObservationBuilder()
     everyone = builder.routed_slots(free, np.zeros(0, np.int64))
     assert JunctionStops(builder.routes).update(free, everyone, builder.targets(free, everyone)).ids.size == 0
+
+
+def test_a_follower_stops_for_red_although_its_leader_drives_through() -> None:
+    """The leader is too close to stop and clears the light; the follower behind it must brake for the
+    stop line, not follow the leader through (the binding acceleration, not the nearer obstacle)."""
+    graph, agents = _graph(SignalState.STOP), _car(20.0, 12.0, capacity=3)
+    arrays = {f.name: getattr(agents, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][2], arrays["valid"][2], arrays["agent_type"][2] = 6, True, 1
+    arrays["xy"][2], arrays["speed"][2], arrays["length"][2], arrays["width"][2] = [57.0, 0.0], 12.0, 4.6, 2.0
+    arrays["history"][2] = [[57.0 - (10 - k) * 1.2, 0.0, 0.0, 12.0] for k in range(arrays["history"].shape[1])]
+    arrays["history_valid"][2] = True
+    agents = Agents(**arrays)
+    inp = dataclasses.replace(_input(graph, agents), routes={5: [1, 2, 3], 6: [1, 2, 3]})
+    plan = IdmCore().plan(inp, np.array([0, 2]))
+    follower, leader = plan.row(0), plan.row(2)
+    assert plan.accel[follower] < -1.0 and plan.lead_speed[follower] == 0.0   # braking for the line
+    assert plan.gap[follower] > 57.0 - 20.0 - 4.6                              # the line, beyond the leader
+    assert plan.accel[leader] > -1.0                                           # the leader clears
