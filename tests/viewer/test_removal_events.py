@@ -90,21 +90,14 @@ def test_timeline_tick_legend_and_a_png_that_shows_it(store, tmp_path: Path):
 
 @pytest.mark.usefixtures("stay_at_open_ends")
 def test_a_recorded_sessions_removals_are_events_at_their_steps(tmp_path: Path):
+    from tests.recorded_session import record_session
     from tests.standing_npcs import standing_session
-    from vectorworld.wire.recording import RecordingWriter, read_recording
+    from vectorworld.wire.recording import read_recording
 
     session = standing_session(seed=0, max_steps=240)
     path = tmp_path / "stuck.vwrec"
-    steps: list[int] = []
-    with RecordingWriter(path, session.config) as writer:
-        session.reset()
-        writer.write_frame(session.frame())
-        while not session.done:
-            if session.step().step_metrics.stuck_removals:
-                steps.append(session.step_index)
-            writer.write_frame(session.frame())
-        report = session.report()
-        writer.close(report)
+    _, observations, report = record_session(session, path)
+    steps = [obs.step for obs in observations if obs.step_metrics.stuck_removals]
     recorded = FrameStore(read_recording(path).frames)
     assert steps and [recorded.frames[i].step for i in recorded.events.indices(EventKind.NPC_REMOVED)] == steps
     assert recorded.events.metrics_so_far(recorded.last_index).npc_removed == report["npc_removed_stuck"]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
+from tests.recorded_session import record_session
 from vectorworld.errors import RecordingError
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.session import Session
@@ -19,16 +20,7 @@ CONFIG = SessionConfig(generator="test-straight", target_km=0.05, seed=7)
 
 def record(path: Path, config: SessionConfig = CONFIG, **options: bool) -> tuple[Session, list]:
     session = Session(config)
-    frames = []
-    with RecordingWriter(path, config, **options) as writer:
-        obs = session.reset()
-        frames.append(session.frame())
-        writer.write_frame(frames[-1])
-        while not obs.done:
-            obs = session.step()
-            frames.append(session.frame())
-            writer.write_frame(frames[-1])
-        writer.close(session.report())
+    frames, _, _ = record_session(session, path, **options)
     return session, frames
 
 

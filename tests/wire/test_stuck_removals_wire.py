@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.recorded_session import record_session
 from tests.standing_npcs import standing_session, stay_at_open_ends  # noqa: F401  (the fixture)
 from vectorworld.sim.metrics import StepMetrics, StuckRemoval
 from vectorworld.v1 import world_pb2
 from vectorworld.wire.codec import step_metrics_from_proto, step_metrics_to_proto
-from vectorworld.wire.recording import RecordingWriter, read_recording
+from vectorworld.wire.recording import read_recording
 
 REMOVALS = (StuckRemoval(12, "queued", 101.25, -3.5, 0.5), StuckRemoval(40, "held_at_junction", -7.0, 2.0, -3.0))
 
@@ -31,20 +32,11 @@ def test_a_sessions_removals_survive_observations_frames_and_recordings(tmp_path
 
     session = standing_session(seed=0, max_steps=240)
     path = tmp_path / "stuck.vwrec"
-    frames = []
-    with RecordingWriter(path, session.config) as writer:
-        obs = session.reset()
-        frames.append(session.frame())
-        writer.write_frame(frames[-1])
-        while not session.done:
-            obs = session.step()
-            frames.append(session.frame())
-            writer.write_frame(frames[-1])
-            if obs.step_metrics.stuck_removals:
-                assert observation_from_proto(observation_to_proto(obs)).step_metrics == obs.step_metrics
-                assert frame_from_proto(frame_to_proto(frames[-1])).step_metrics == frames[-1].step_metrics
-        report = session.report()
-        writer.close(report)
+    frames, observations, report = record_session(session, path)
+    for obs, frame in zip(observations, frames, strict=True):
+        if obs.step_metrics.stuck_removals:
+            assert observation_from_proto(observation_to_proto(obs)).step_metrics == obs.step_metrics
+            assert frame_from_proto(frame_to_proto(frame)).step_metrics == frame.step_metrics
     rec = read_recording(path)
     written = [r for f in frames for r in f.step_metrics.stuck_removals]
     assert len(written) == report["npc_removed_stuck"] > 0
