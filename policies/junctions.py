@@ -3,7 +3,8 @@
 Traffic lights come first (:func:`signal_holds`): red holds every agent that can still stop before the stop
 point, yellow every agent that can stop comfortably (the others clear the junction). Among the agents a
 light lets go (or at junctions without lights) the rules below decide; a permissive green left (GO on a
-turning connector) yields to the other green movements.
+turning connector) yields to the other green movements, and at a junction without lights a minor road (a
+lower speed limit) yields to the major one.
 
 Two connectors conflict when their centrelines cross, pass within 3 m, or merge into the same lane. An agent about
 to enter a connector is granted it only if no agent occupies or has been granted a conflicting one.
@@ -111,6 +112,11 @@ class ConflictMap:
 
 PATIENCE_S = 5.0
 """After waiting this long at a junction entry, an agent goes before newcomers."""
+YIELD_PATIENCE_S = 12.0
+"""The same for an agent that yields (a permissive left, a minor road): it waits for a gap this long before
+it claims its connector against the traffic it yields to."""
+MINOR_MARGIN_MPS = 1.0
+"""An unsignalised approach is a minor road when a conflicting approach's speed limit is higher by more."""
 
 
 @dataclass(frozen=True)
@@ -123,8 +129,8 @@ class JunctionRequest:
     committed: bool = False
     """Too close to stop before the entry even with hard braking: it enters whatever is granted."""
     yields: bool = False
-    """A permissive green left: served after the agents that do not yield (committed and patient agents
-    still go first)."""
+    """A permissive green left or a minor road: served after the agents that do not yield (committed agents
+    still go first, and a yielding agent that waited :data:`YIELD_PATIENCE_S`)."""
 
 
 def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[int, int],
@@ -134,25 +140,50 @@ def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[in
 
     occupied: connector lane id -> number of agents currently on it. waited_s: how long each agent has
     been held at its entry. Committed agents go first, then those who waited ``patience_s`` or more
-    (longest first), then the others by distance. A patient agent that still cannot go reserves its
-    connector, so that a stream of newcomers on a conflicting connector cannot starve it.
+    (:data:`YIELD_PATIENCE_S` for yielding agents; longest first), then the others by distance, yielding
+    agents last. A patient agent that still cannot go reserves its connector, so that a stream of newcomers
+    on a conflicting connector cannot starve it.
     """
     waited = waited_s or {}
     granted: set[int] = set()
     taken = [c for c, n in occupied.items() if n > 0]
 
+    def patient(r: JunctionRequest) -> bool:
+        return waited.get(r.agent_id, 0.0) >= (max(patience_s, YIELD_PATIENCE_S) if r.yields else patience_s)
+
     def priority(r: JunctionRequest) -> tuple:
         wait = waited.get(r.agent_id, 0.0)
-        return (not r.committed, wait < patience_s, -wait if wait >= patience_s else 0.0, r.yields, r.distance_m,
-                r.agent_id)
+        return (not r.committed, not patient(r), -wait if patient(r) else 0.0, r.yields, r.distance_m, r.agent_id)
 
     for req in sorted(requests, key=priority):
         if req.committed or not conflicts.any_conflict(graph, req.connector, taken):
             granted.add(req.agent_id)
             taken.append(req.connector)
-        elif waited.get(req.agent_id, 0.0) >= patience_s:
+        elif patient(req):
             taken.append(req.connector)
     return granted
+
+
+def approach_speed_mps(graph: LaneGraph, connector: int) -> float:
+    """The speed limit of the road a connector is entered from (the fastest of its predecessors; the
+    connector's own limit when none is known)."""
+    lane = graph[connector]
+    limits = [graph[p].speed_limit_mps for p in lane.predecessors if p in graph]
+    return max(limits) if limits else lane.speed_limit_mps
+
+
+def minor_roads(graph: LaneGraph, conflicts: ConflictMap, requests: Sequence[JunctionRequest],
+                signals: SignalView) -> list[bool]:
+    """Per request, whether it comes from a minor road at an unsignalised junction: a conflicting request
+    comes from an approach whose speed limit is higher by more than :data:`MINOR_MARGIN_MPS` (a two-way
+    stop: the minor road yields to the major one)."""
+    speeds = [approach_speed_mps(graph, r.connector) for r in requests]
+    out = []
+    for k, r in enumerate(requests):
+        out.append(signals.state(r.connector) is None and any(
+            speeds[m] > speeds[k] + MINOR_MARGIN_MPS and conflicts.conflict(graph, r.connector, q.connector)
+            for m, q in enumerate(requests) if m != k))
+    return out
 
 
 def is_connector(graph: LaneGraph, lane_id: int) -> bool:

@@ -12,9 +12,11 @@ The rules, in order (geometry and the grant in :mod:`policies.junctions`):
    :data:`~policies.junctions.SIGNAL_LOOKAHEAD_M` showing red (it can still stop) or yellow (it can stop
    comfortably) is held at that lane's start. A light-held agent neither enters nor reserves its
    connector, and its waiting clock does not run.
-2. **Priority.** Agents within ``junction_approach_m`` of the first connector on their route request it;
+2. **Priority.** Agents within ``junction_approach_m`` (or :data:`APPROACH_HORIZON_S` at their speed) of
+   the first connector on their route request it;
    committed agents (too close to stop) go first; agents whose connector exit is blocked by standing traffic
-   are held (nobody enters a junction it cannot leave); a permissive green left yields.
+   are held (nobody enters a junction it cannot leave); a permissive green left, and a minor road at a
+   junction without lights, yield (they go in gaps of the traffic they yield to).
 3. **First come, with anti-starvation.** Otherwise the closest go first if their connector conflicts with
    nothing occupied or granted; an agent held ``PATIENCE_S`` reserves its connector, so a stream of
    newcomers cannot starve it.
@@ -33,6 +35,7 @@ from policies.junctions import (
     ConflictMap,
     JunctionRequest,
     grant_connectors,
+    minor_roads,
     signal_holds,
     yields_on_green,
 )
@@ -41,6 +44,10 @@ from vectorworld.scene import LaneType
 
 EXIT_CLEAR_M = 6.0
 EXIT_BLOCKING_MPS = 1.0
+APPROACH_HORIZON_S = 5.0
+"""An agent requests its next connector once it is within ``junction_approach_m`` of it or will reach it
+within this many seconds at its speed, so a fast car is seen by the junction before a slow one enters in
+front of it."""
 
 
 @dataclass(frozen=True)
@@ -101,10 +108,11 @@ class RightOfWay:
         requests = []
         for slot, profile, s_k in zip(slots.tolist(), profiles, s_now, strict=True):
             dist = profile.connector_s - s_k
-            if profile.connector >= 0 and 0.0 <= dist <= self.params.junction_approach_m:
+            reach_m = max(self.params.junction_approach_m, float(a.speed[slot]) * APPROACH_HORIZON_S)
+            if profile.connector >= 0 and 0.0 <= dist <= reach_m:
                 requests.append(self.junction_request(int(a.id[slot]), profile.connector, dist, float(a.speed[slot])))
         requested = frozenset(r.agent_id for r in requests)
-        standing = self._lights(inp, requests)
+        standing = self._minor_yields(inp, self._lights(inp, requests))
         standing = self._exit_clear(inp, standing)
         granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), standing,
                                    self._waited_s)
@@ -183,6 +191,12 @@ class RightOfWay:
                 r = JunctionRequest(r.agent_id, r.connector, r.distance_m, r.committed, yields=True)
             out.append(r)
         return out
+
+    def _minor_yields(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
+        """Mark the requests from a minor road at a junction without lights as yielding."""
+        minor = minor_roads(inp.graph, self.conflicts, requests, inp.signals)
+        return [JunctionRequest(r.agent_id, r.connector, r.distance_m, r.committed, yields=True) if m and not r.yields
+                else r for r, m in zip(requests, minor, strict=True)]
 
     def _exit_clear(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
         """Drop requests whose connector exit is blocked by a (nearly) standing agent in traffic: nobody

@@ -175,6 +175,16 @@ def hermite_curve(p0: Array, yaw0: float, p1: Array, yaw1: float, num_points: in
     return h00 * p0 + h10 * t0 + h01 * p1 + h11 * t1
 
 
+def box_reach_m(length_m: float, width_m: float, curvature_per_m: float) -> float:
+    """How far (m) a box of ``length_m`` x ``width_m`` centred and tangent on a path of curvature
+    ``curvature_per_m`` reaches to the side of the path: half its width on a straight, more on a curve,
+    where its outer front and rear corners swing out (a long vehicle sweeps wider than its lane)."""
+    if curvature_per_m <= 1e-6:
+        return width_m / 2.0
+    radius = 1.0 / curvature_per_m
+    return float(np.hypot(radius + width_m / 2.0, length_m / 2.0) - radius)
+
+
 def curvature(points: Array) -> Array:
     """Unsigned curvature (N,) 1/m at each vertex of a polyline (N, 2) (zero at the ends)."""
     out = np.zeros(len(points))

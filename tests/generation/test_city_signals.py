@@ -140,3 +140,27 @@ def test_arterials_carry_a_green_wave_at_the_progression_speed() -> None:
                 checked += 1
             assert len(directions) <= 1
     assert checked >= 5
+
+
+def test_the_all_red_after_a_green_lasts_as_long_as_clearing_the_road_it_crosses() -> None:
+    """A residential road crossing a 3-4 lane arterial gets a longer all-red than one crossing a residential
+    road (ITE: (width + car) / speed), and no all-red is shorter than the minimum."""
+    plan, signals = CityPlan(0), CitySignals(CityPlan(0))
+    cfg = signals.config
+    seen_long = False
+    for (i, j), phases in _plans(0):
+        road_u, road_v = plan.line(0, j)[1], plan.line(1, i)[1]
+        table = np.array([[int(s) for s in phase.states] for phase in phases.phases])
+        open_ = ~is_red(table)
+        u_groups = [KINDS * a + k for a in (0, 2) for k in range(KINDS)]
+        for p, phase in enumerate(phases.phases):
+            if open_[p].any() or not open_[p - 1].any():
+                continue  # not the all-red right after a green
+            crossed = road_v if open_[p - 1, u_groups].any() else road_u
+            if open_[p - 1][[KINDS * a + 2 for a in range(4)]].any() and not open_[p - 1][
+                    [KINDS * a for a in range(4)]].any():
+                continue  # the short clearance after a protected left
+            assert phase.duration_s == pytest.approx(signals.clearance_s(crossed))
+            assert cfg.all_red_s <= phase.duration_s <= cfg.max_all_red_s
+            seen_long |= crossed.lanes >= 3 and phase.duration_s > cfg.all_red_s + 1.0
+    assert seen_long

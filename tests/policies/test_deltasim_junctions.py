@@ -92,8 +92,9 @@ def test_held_agent_gets_a_stop_wall_at_its_connector_entry(crossing_connectors:
     # A standing agent does not hold its connector (IDM's rule): agent 0 is granted, no stop token.
     assert _held(_input(_agents(-15.0, 8.0, 0.0), graph)).ids.size == 0
     assert not ObservationBuilder()(_input(_agents(-15.0, 8.0, 0.0), graph)).stop_mask.any()
-    # Too far from the entry to request it yet.
-    assert _held(_input(_agents(-29.0, 8.0, 2.0), graph)).ids.size == 0
+    # Too far from the entry to request it yet at 4 m/s; at 8 m/s it is there within APPROACH_HORIZON_S.
+    assert _held(_input(_agents(-29.0, 4.0, 2.0), graph)).ids.size == 0
+    assert _held(_input(_agents(-29.0, 8.0, 2.0), graph)).ids.tolist() == [0]
     # Switched off in the observation config.
     assert not ObservationBuilder(ObservationConfig(junction_stops=False))(
         _input(_agents(-15.0, 8.0, 2.0), graph)).stop_mask.any()

@@ -32,7 +32,7 @@ def _light_ahead(session: Session, slot: int) -> tuple[int, float]:
 
 
 def test_signal_features_match_the_route_walk_and_the_grant() -> None:
-    session = Session(SessionConfig(seed=1, target_km=0.3, npc_policy="idm"))
+    session = Session(SessionConfig(seed=1, target_km=1.0, npc_policy="idm"))
     session.reset()
     builder = ObservationBuilder()
     seen = {0: 0, 1: 0, 2: 0}

@@ -10,7 +10,7 @@ import pytest
 
 import policies.right_of_way as row_module
 from policies.base import PolicyInput
-from policies.junctions import PATIENCE_S
+from policies.junctions import PATIENCE_S, YIELD_PATIENCE_S
 from policies.right_of_way import RightOfWay
 from vectorworld import geometry
 from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
@@ -19,10 +19,12 @@ from vectorworld.signals import LaneSignal, Phase, PhasePlan, SignalBoard, Signa
 G, Y, R, ARROW = SignalState.GO, SignalState.CAUTION, SignalState.STOP, SignalState.ARROW_GO
 
 
-def _graph(lights: tuple[SignalState, SignalState, SignalState, SignalState] | None = None) -> LaneGraph:
+def _graph(lights: tuple[SignalState, SignalState, SignalState, SignalState] | None = None,
+           north_limit_mps: float = 13.9) -> LaneGraph:
     """Lane 1 (east, ends at x 0) -> straight connector 2 or left connector 5 (to the north); lane 4 (north,
-    ends at y -15) -> connector 3 (crosses 2 at (15, 0)); lane 6 (west, ends at x 30) -> connector 7 (west,
-    y 3.5, crossed by the left turn 5). ``lights``: states of connectors 2, 3, 5, 7 (None: no lights)."""
+    ends at y -15, speed limit ``north_limit_mps``) -> connector 3 (crosses 2 at (15, 0)); lane 6 (west, ends
+    at x 30) -> connector 7 (west, y 3.5, crossed by the left turn 5). ``lights``: states of connectors 2, 3,
+    5, 7 (None: no lights)."""
     plan = None if lights is None else PhasePlan((Phase(1000.0, tuple(lights)),))
 
     def light(group: int) -> LaneSignal | None:
@@ -32,7 +34,7 @@ def _graph(lights: tuple[SignalState, SignalState, SignalState, SignalState] | N
     graph = LaneGraph()
     graph.add([Lane(1, np.array([[-60.0, 0.0], [0.0, 0.0]])),
                Lane(2, np.array([[0.0, 0.0], [30.0, 0.0]]), lane_type=LaneType.CONNECTOR, signal=light(0)),
-               Lane(4, np.array([[15.0, -60.0], [15.0, -15.0]])),
+               Lane(4, np.array([[15.0, -60.0], [15.0, -15.0]]), speed_limit_mps=north_limit_mps),
                Lane(3, np.array([[15.0, -15.0], [15.0, 15.0]]), lane_type=LaneType.CONNECTOR, signal=light(1)),
                Lane(5, left, lane_type=LaneType.CONNECTOR, signal=light(2)),
                Lane(6, np.array([[90.0, 3.5], [30.0, 3.5]])),
@@ -63,7 +65,7 @@ EAST, NORTH, WEST = 0.0, np.pi / 2, np.pi
 
 
 def test_a_red_light_holds_an_agent_before_the_junction_approach_and_green_releases_it() -> None:
-    far = [(10, -35.0, 0.0, EAST, 10.0)]                 # 35 m before the stop line: no junction request yet
+    far = [(10, -55.0, 0.0, EAST, 10.0)]                 # 55 m (5.5 s) before the stop line: no junction request yet
     red = RightOfWay().decide(_input(_graph((R, G, R, R)), far, {10: [1, 2]}))
     assert red.held == {10: 2} and red.by_light == {10} and not red.requested
     green = RightOfWay().decide(_input(_graph((G, R, R, R)), far, {10: [1, 2]}))
@@ -85,6 +87,25 @@ def test_without_lights_the_closest_goes_first_but_a_committed_agent_before_anyo
     committed = [(10, -3.0, 0.0, EAST, 10.0), (11, 15.0, -21.0, NORTH, 5.0)]  # 10 m/s, 3 m: cannot stop
     d = RightOfWay().decide(_input(_graph(), committed, routes))
     assert d.granted == {10} and d.held == {11: 3}
+
+
+def test_without_lights_a_minor_road_yields_to_a_major_road_until_it_has_waited_yield_patience() -> None:
+    """Lane 4 is the major road (17.9 m/s against 13.9): its car 40 m (3 s) out goes first although the
+    minor-road car stands 5 m from its entry; on equal roads the closer one goes. After YIELD_PATIENCE_S the
+    minor-road car claims its connector."""
+    routes = {10: [1, 2], 11: [4, 3]}
+    rows = [(10, -5.3, 0.0, EAST, 0.0), (11, 15.0, -55.0, NORTH, 13.0)]
+    d = RightOfWay().decide(_input(_graph(north_limit_mps=17.9), rows, routes))
+    assert d.granted == {11} and d.held == {10: 2}
+    d = RightOfWay().decide(_input(_graph(), rows, routes))
+    assert d.granted == {10} and d.held == {11: 3}
+    service, graph = RightOfWay(), _graph(north_limit_mps=17.9)
+    for step in range(int(round(YIELD_PATIENCE_S / 0.1)) + 3):
+        d = service.decide(_input(graph, rows, routes, step))
+        if d.granted == {10}:
+            assert step >= int(round(YIELD_PATIENCE_S / 0.1)) - 1
+            return
+    pytest.fail("the minor-road car never claimed its connector")
 
 
 def test_a_permissive_green_left_yields_to_oncoming_traffic_a_protected_arrow_does_not() -> None:

@@ -49,6 +49,22 @@ def test_spawned_parked_car_off_road_and_overlap_are_not_events():
     assert tracker.step(drove_off, hit, 0, hit.valid, grid).npc_collision_events == 1
 
 
+def test_a_pair_that_parts_and_touches_again_is_one_collision_a_new_pair_is_another():
+    grid, tracker = road(), MetricTracker(4, 0.1)
+    apart = agents_at([(-30.0, 0.0), (10.0, 0.0), (20.0, 0.0), (40.0, 0.0)], [True] * 4)
+    tracker.prime(apart, 0, grid)
+    touching = apart.with_state(apart.xy + np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 0.0], [0.0, 0.0]]),
+                                apart.yaw, apart.speed)
+    jitter = apart.with_state(apart.xy + np.array([[0.0, 0.0], [5.3, 0.0], [0.0, 0.0], [0.0, 0.0]]),
+                              apart.yaw, apart.speed)
+    counts = [tracker.step(apart, state, 0, apart.valid, grid).npc_collision_events
+              for state in (touching, jitter, touching, jitter, touching)]
+    assert counts == [1, 0, 0, 0, 0]  # cars 1 and 2 jammed together, parting by centimetres: one collision
+    third = touching.with_state(np.where(np.arange(4)[:, None] == 3, [[23.0, 0.0]] * 4, touching.xy),
+                                touching.yaw, touching.speed)
+    assert tracker.step(touching, third, 0, apart.valid, grid).npc_collision_events == 1  # car 3 joins
+
+
 def test_kept_answers_equal_a_fresh_evaluation_every_step():
     """Overlap and off-road answers are kept for boxes that did not move; after any sequence of moves,
     spawns, removals and map changes they must equal a from-scratch evaluation."""

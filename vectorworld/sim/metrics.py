@@ -120,6 +120,7 @@ class MetricTracker:
     def __init__(self, capacity: int, dt_s: float) -> None:
         self.dt_s = dt_s
         self._npc_contact = np.zeros((capacity, capacity), bool)
+        self._contacted: set[tuple[int, int]] = set()  # NPC id pairs that touched this episode
         self._npc_offroad = np.zeros(capacity, bool)
         self._seen = np.zeros(capacity, bool)  # slots whose state the previous step evaluated
         # Answers kept while the boxes (and the drivable area) stay as they were: most of a scene stands
@@ -164,7 +165,8 @@ class MetricTracker:
         npc = valid.copy()
         npc[ego_slot] = False
         npc_pairs = overlap & npc[:, None] & npc[None]
-        new_contacts = int(np.triu(npc_pairs & ~self._npc_contact & seen[:, None] & seen[None]).sum())
+        new_contacts = self._new_contact_pairs(after, np.triu(npc_pairs & ~self._npc_contact & seen[:, None]
+                                                               & seen[None]))
         self._npc_contact = npc_pairs
         vehicles = valid & (after.agent_type == AgentType.VEHICLE)
         offroad = self._offroad_of(after, box, vehicles, drivable)
@@ -177,6 +179,19 @@ class MetricTracker:
         return StepMetrics(ego_hits, bool(offroad[ego_slot]), new_contacts, new_offroad, infeasible,
                            counted, self._comfortable(before, after, ego_slot), ego_dist,
                            ego_stopped=bool(abs(after.speed[ego_slot]) < EGO_STOPPED_MPS))
+
+    def _new_contact_pairs(self, after: Agents, touching: np.ndarray) -> int:
+        """How many of the NPC pairs ``touching`` (C, C) for the first time this step never touched before:
+        one collision is one event even when the two boxes part and touch again (two cars standing
+        jammed together, jittering)."""
+        count = 0
+        for i, j in np.argwhere(touching).tolist():
+            a, b = int(after.id[i]), int(after.id[j])
+            pair = (a, b) if a < b else (b, a)
+            if pair not in self._contacted:
+                self._contacted.add(pair)
+                count += 1
+        return count
 
     def _overlaps(self, after: Agents, box: np.ndarray) -> np.ndarray:
         """(C, C) bool: overlapping valid boxes. Only pairs with a box that changed are tested again."""

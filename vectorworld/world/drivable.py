@@ -1,6 +1,8 @@
 """The drivable area as a sparse raster, for O(1) off-road tests of many points per step.
 
-Each lane paints a corridor of its width (plus a tolerance) around its centreline into 0.25 m cells.
+Each lane paints a corridor of its width (plus a tolerance) around its centreline into 0.25 m cells; where
+a lane curves so tightly that the longest vehicle of the fleet sweeps wider than the lane (a bus turning a
+corner), the corridor widens to that vehicle's swept path, as a junction's pavement does.
 Cells hold counts, so removing a lane (when the world retires tiles) is exact.
 """
 
@@ -12,6 +14,12 @@ from vectorworld import geometry
 from vectorworld.scene import Lane
 
 CHUNK_CELLS = 128
+LONGEST_VEHICLE_M = (11.0, 2.6)
+"""Length and width (m) of the longest vehicle whose swept path the corridors fit (the spawner's trucks)."""
+CURVATURE_SAMPLE_M = 2.0
+SHARPEST_PERCENTILE = 90.0
+"""A lane's tightest curve is the 90th percentile of its curvature at 2 m spacing (robust to jagged points
+of logged maps)."""
 
 
 class DrivableGrid:
@@ -21,9 +29,11 @@ class DrivableGrid:
     on-road (DESIGN.md section 7 uses 0.3 m for the off-road metric).
     """
 
-    def __init__(self, cell_m: float = 0.25, tolerance_m: float = 0.3) -> None:
+    def __init__(self, cell_m: float = 0.25, tolerance_m: float = 0.3,
+                 longest_vehicle_m: tuple[float, float] = LONGEST_VEHICLE_M) -> None:
         self.cell_m = cell_m
         self.tolerance_m = tolerance_m
+        self.longest_vehicle_m = longest_vehicle_m
         self._chunks: dict[tuple[int, int], np.ndarray] = {}
         self._painted: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.version = 0
@@ -60,10 +70,19 @@ class DrivableGrid:
         return out.reshape(np.shape(xy)[:-1])
 
     def _corridor_cells(self, lane: Lane) -> tuple[np.ndarray, np.ndarray]:
-        """Cells within half the lane width (+ tolerance) of the centreline: the union of discs around
-        centreline points spaced at the cell size (so the ends get round caps)."""
-        radius = lane.width_m / 2.0 + self.tolerance_m
-        centres = geometry.resample_by_spacing(lane.points, self.cell_m)
+        """Cells within half the lane width, or the longest vehicle's reach on the lane's tightest curve
+        (+ tolerance), of the centreline: the union of discs around centreline points spaced at the cell
+        size (so the ends get round caps). A widened corridor runs on straight for half the vehicle's length
+        past both ends, where the vehicle's rear (or front) still swings wide of the lanes before and after."""
+        half = self.half_width_m(lane)
+        radius = half + self.tolerance_m
+        points = lane.points
+        if half > lane.width_m / 2.0:
+            (start, yaw0), (end, yaw1) = lane.start_pose, lane.end_pose
+            run = self.longest_vehicle_m[0] / 2.0
+            points = np.vstack([start - run * np.array([np.cos(yaw0), np.sin(yaw0)]), points,
+                                end + run * np.array([np.cos(yaw1), np.sin(yaw1)])])
+        centres = geometry.resample_by_spacing(points, self.cell_m)
         reach = int(np.ceil(radius / self.cell_m))
         offsets = np.stack(np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1),
                                        indexing="ij"), -1).reshape(-1, 2)
@@ -72,6 +91,12 @@ class DrivableGrid:
         cells = _unique_cells((base[:, None, :] + disc[None]).reshape(-1, 2))
         chunk = np.floor_divide(cells, CHUNK_CELLS)
         return chunk, cells - chunk * CHUNK_CELLS
+
+    def half_width_m(self, lane: Lane) -> float:
+        """Half the corridor's width without the tolerance (m)."""
+        sampled = geometry.resample_by_spacing(lane.points, CURVATURE_SAMPLE_M)
+        sharpest = float(np.percentile(geometry.curvature(sampled), SHARPEST_PERCENTILE)) if len(sampled) > 2 else 0.0
+        return max(lane.width_m / 2.0, geometry.box_reach_m(*self.longest_vehicle_m, sharpest))
 
     def _apply(self, cells: tuple[np.ndarray, np.ndarray], delta: int) -> None:
         chunk, local = cells

@@ -1,8 +1,9 @@
 """Traffic signals of the procedural city: which junctions have lights, and their fixed-time phase plans.
 
 A junction is signalised with a chance that grows with its roads' class (:class:`SignalConfig`: nearly every
-arterial x arterial crossing, most arterial x residential ones, few residential ones); the others stay
-unsignalised (first come, first served with anti-starvation, see :mod:`policies.junctions`). Everything is
+arterial x arterial crossing, about a third of the arterial x residential ones, few residential ones); the
+others stay unsignalised (the residential road yields to the arterial; between equal roads first come,
+first served with anti-starvation, see :mod:`policies.junctions`). Everything is
 drawn from the plan's per-junction generator, so the lights are a pure function of (seed, junction).
 
 Movement groups of a junction: ``3 * arm + kind`` for the traffic arriving along ``arm`` (0-3, E N W S) going
@@ -36,7 +37,7 @@ class SignalConfig:
     """Signal chances per junction class and phase timings (s)."""
 
     chance_arterial_arterial: float = 0.95
-    chance_arterial_residential: float = 0.6
+    chance_arterial_residential: float = 0.3
     chance_residential: float = 0.1
     min_green_s: float = 10.0
     protected_left_s: tuple[float, float] = (6.0, 10.0)
@@ -44,13 +45,20 @@ class SignalConfig:
     """Yellow of a 40 mph approach (ITE: 1 s reaction + v / (2 x 3 m/s^2) ~ 4 s)."""
     arrow_yellow_s: float = 3.0
     all_red_s: float = 2.0
+    """The shortest all-red clearance; a wide crossing gets longer (:meth:`CitySignals.clearance_s`)."""
+    clearing_speed_mps: float = 8.0
+    """Speed of the last car into the junction on yellow, for the all-red clearance (ITE: (W + L) / v)."""
+    max_all_red_s: float = 5.0
     left_clear_s: float = 1.0
-    cycle_s: tuple[float, float] = (80.0, 100.0)
+    cycle_s: tuple[float, float] = (64.0, 80.0)
     """The common cycle of a city's lights (drawn once per seed)."""
-    arterial_weight: float = 1.7
+    arterial_weight: float = 2.5
     """Green time of an arterial axis against a residential one at the same junction."""
     progression: float = 0.85
     """Progression speed of a green wave, as a share of the arterial's speed limit."""
+    band_lead_s: float = 4.0
+    """The coordinated green opens this long before the wave passes, so cars a little faster than the
+    progression speed meet green too."""
 
 
 def movement_group(key: Key) -> int | None:
@@ -108,9 +116,10 @@ class CitySignals:
         axes = [(axis, present, arterial) for axis, present, arterial in
                 ((0, [a for a in (0, 2) if arms[a]], arterial_u), (1, [a for a in (1, 3) if arms[a]], arterial_v))
                 if present]
+        clear_s = {0: self.clearance_s(road_v), 1: self.clearance_s(road_u)}  # axis 0 crosses road v
         lefts_s = [float(r.uniform(*cfg.protected_left_s)) if arterial else 0.0 for _, _, arterial in axes]
         fixed = sum(left + (cfg.arrow_yellow_s + cfg.left_clear_s if left else 0.0) for left in lefts_s)
-        fixed += len(axes) * (cfg.yellow_s + cfg.all_red_s)
+        fixed += sum(cfg.yellow_s + clear_s[axis] for axis, _, _ in axes)
         weights = [cfg.arterial_weight if arterial else 1.0 for _, _, arterial in axes]
         green_total = max(self.cycle_s() - fixed, cfg.min_green_s * len(axes))
         phases: list[Phase] = []
@@ -125,13 +134,21 @@ class CitySignals:
             movements = [KINDS * a + k for a in present for k in range(KINDS)]
             phases += [_phase(green_total * weight / sum(weights), {g: SignalState.GO for g in movements}),
                        _phase(cfg.yellow_s, {g: SignalState.CAUTION for g in movements}),
-                       _phase(cfg.all_red_s, {})]
+                       _phase(clear_s[axis], {})]
         cycle = sum(p.duration_s for p in phases)
         wave = self._green_wave_start(i, j, arterial_u, arterial_v, road_u, road_v)
         if wave is None:
             return PhasePlan(tuple(phases), offset_s=float(r.uniform(0.0, cycle)))
         axis, t_green = wave  # the plan is at its green start of ``axis`` when the wave passes
-        return PhasePlan(tuple(phases), offset_s=float((green_starts.get(axis, 0.0) - t_green) % cycle))
+        opens_s = green_starts.get(axis, 0.0) + cfg.band_lead_s
+        return PhasePlan(tuple(phases), offset_s=float((opens_s - t_green) % cycle))
+
+    def clearance_s(self, crossed) -> float:  # noqa: ANN001 - RoadClass
+        """All-red after a green across road ``crossed``: the time the last car in on yellow needs to clear
+        both its directions and its median plus one car length at the clearing speed."""
+        cfg = self.config
+        width = 2 * crossed.lanes * crossed.width_m + crossed.median_m + 5.0
+        return float(np.clip(width / cfg.clearing_speed_mps, cfg.all_red_s, cfg.max_all_red_s))
 
     def cycle_s(self) -> float:
         """The city's common cycle (s)."""
