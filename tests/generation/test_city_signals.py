@@ -69,6 +69,20 @@ def test_arterials_get_a_protected_left_before_permissive_greens() -> None:
     assert protected > 0 and permissive > 0
 
 
+def test_a_left_turn_is_protected_exactly_where_it_crosses_three_or_more_oncoming_lanes() -> None:
+    for seed in SEEDS:
+        plan = CityPlan(seed)
+        for (i, j), phases in _plans(seed):
+            lanes = {0: plan.line(0, j)[1].lanes, 1: plan.line(1, i)[1].lanes}
+            arms = plan.arms(i, j)
+            for axis, axis_arms in ((0, (0, 2)), (1, (1, 3))):
+                lefts = [KINDS * a + 2 for a in axis_arms if arms[a]]
+                if not lefts:
+                    continue
+                protected = any(phase.states[g] == SignalState.ARROW_GO for phase in phases.phases for g in lefts)
+                assert protected == (lanes[axis] >= 3), (seed, i, j, axis)
+
+
 def test_connectors_of_signalised_junctions_carry_their_light_in_the_world() -> None:
     graph = grow(1, 30).graph
     lit = [lane for lane in graph.lanes.values() if lane.signal is not None]

@@ -295,9 +295,11 @@ class Session:
         self._removed_lanes.extend(removed)
         far = self.agents.valid & (np.linalg.norm(self.agents.xy - ego_xy, axis=-1)
                                    > self.config.world.retention_m)
-        if removed:  # NPCs leave with the road under them (a retired tile's lanes reach past its centre)
+        if removed:  # NPCs leave with the road under or ahead of them (a retired tile's lanes reach past its
+            # centre; one driving on into a retired lane would leave the drivable area where the world ended)
             gone = set(removed)
-            far |= np.array([bool(r) and r[0] in gone for r in map(self.routes.get, self.agents.id.tolist())])
+            far |= np.array([bool(r) and not gone.isdisjoint(r)
+                             for r in map(self.routes.get, self.agents.id.tolist())])
         far |= self._at_world_edge()
         if self.driver.manages_traffic:
             far |= self._stuck()
