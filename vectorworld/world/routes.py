@@ -106,8 +106,9 @@ class RouteBook:
         """Append successors until the route reaches ``min_ahead_m`` or ends at an open lane end.
 
         ``choose`` is "random" (drawn with the straight-on successor weighted :data:`STRAIGHT_WEIGHT`, every
-        turn 1, each times its road-class factor :data:`MAJOR_ROAD_WEIGHT`) or "straight" (the successor whose heading changes least). Successors in ``dead_ends`` (lanes
-        the world could not continue) are avoided whenever another successor exists.
+        turn 1, each times its road-class factor :data:`MAJOR_ROAD_WEIGHT`) or "straight" (the successor
+        whose heading changes least). Successors in ``dead_ends`` (lanes the world could not continue) are
+        avoided whenever another successor exists.
         """
         if self._settled.get(agent_id) == graph.version:
             return  # neither the route nor the graph changed since it was extended
