@@ -69,7 +69,8 @@ def test_arterials_get_a_protected_left_before_permissive_greens() -> None:
     assert protected > 0 and permissive > 0
 
 
-def test_a_left_turn_is_protected_exactly_where_it_crosses_three_or_more_oncoming_lanes() -> None:
+def test_a_left_turn_is_protected_exactly_where_it_crosses_protected_left_lanes_oncoming_lanes() -> None:
+    need = CitySignals(CityPlan(0)).config.protected_left_lanes
     for seed in SEEDS:
         plan = CityPlan(seed)
         for (i, j), phases in _plans(seed):
@@ -80,7 +81,7 @@ def test_a_left_turn_is_protected_exactly_where_it_crosses_three_or_more_oncomin
                 if not lefts:
                     continue
                 protected = any(phase.states[g] == SignalState.ARROW_GO for phase in phases.phases for g in lefts)
-                assert protected == (lanes[axis] >= 3), (seed, i, j, axis)
+                assert protected == (lanes[axis] >= need), (seed, i, j, axis)
 
 
 def test_connectors_of_signalised_junctions_carry_their_light_in_the_world() -> None:

@@ -1,16 +1,18 @@
 """Spawning: parked cars are never removed for standing still but are when a new lane is laid through them;
-moving spawns never need hard braking for traffic ahead."""
+moving spawns never need hard braking for traffic ahead or for a red light."""
 
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vectorworld.generation.base import AgentSpawns
 from vectorworld.generation.procedural.spawning import STOP_MARGIN_M
-from vectorworld.scene import Agents, Lane
-from vectorworld.sim.spawning import SPAWN_BRAKE_MPS2, SpawnBook, parked_in_the_way, place_spawns
+from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
+from vectorworld.signals import LaneSignal, Phase, PhasePlan, SignalBoard, SignalState, SignalView
+from vectorworld.sim.spawning import SPAWN_BRAKE_MPS2, SpawnBook, parked_in_the_way, place_spawns, slow_for_lights
 
 
 def test_parked_in_the_way_of_new_lane_only():
@@ -84,3 +86,38 @@ def test_moving_spawns_can_stop_behind_traffic_ahead():
     assert speed[(-20.0, 0.0)] == 15.0
     slot = int(np.nonzero((world.xy == (40.0, 0.0)).all(1))[0][0])
     assert np.allclose(world.history[slot, :, 3], speed[(40.0, 0.0)])  # warm-start history at the new speed
+
+
+def _light_ahead(state: SignalState) -> tuple[LaneGraph, SignalView]:
+    """Lane 1 (x 0 -> 60) into connector 2 under a light showing ``state``."""
+    plan = PhasePlan((Phase(100.0, (state,)),))
+    graph = LaneGraph()
+    graph.add([Lane(1, np.array([[0.0, 0.0], [60.0, 0.0]]), successors=(2,)),
+               Lane(2, np.array([[60.0, 0.0], [80.0, 0.0]]), lane_type=LaneType.CONNECTOR, predecessors=(1,),
+                    signal=LaneSignal(1, 0, plan))])
+    return graph, SignalBoard().view(graph, 0.0)
+
+
+def _moving_car(x: float, speed: float) -> Agents:
+    a = Agents.empty(2)
+    arrays = {f.name: getattr(a, f.name).copy() for f in dataclasses.fields(Agents)}
+    arrays["id"][0], arrays["valid"][0], arrays["agent_type"][0] = 5, True, 1
+    arrays["xy"][0], arrays["speed"][0] = [x, 0.0], speed
+    arrays["length"][0], arrays["width"][0] = 4.6, 2.0
+    arrays["history"][0, :, 3] = speed
+    return Agents(**arrays)
+
+
+def test_a_spawn_before_a_red_light_is_slowed_to_stop_at_its_line_and_a_green_one_is_not() -> None:
+    """A tile's car appearing 20 m before a red light at 16 m/s could not stop (it ran the red into the
+    crossing stream); it is slowed to stop at SPAWN_BRAKE_MPS2 with STOP_MARGIN_M to spare."""
+    routes = {5: [1, 2]}
+    graph, red = _light_ahead(SignalState.STOP)
+    slowed = slow_for_lights(_moving_car(40.0, 16.0), [5], routes, graph, red)
+    gap = 20.0 - 4.6 / 2 - STOP_MARGIN_M
+    assert slowed.speed[0] == pytest.approx(np.sqrt(2 * SPAWN_BRAKE_MPS2 * gap))
+    assert slowed.history[0, :, 3].max() == pytest.approx(slowed.speed[0])
+    far = slow_for_lights(_moving_car(40.0, 5.0), [5], routes, graph, red)  # slow enough already
+    assert far.speed[0] == 5.0
+    graph, green = _light_ahead(SignalState.GO)
+    assert slow_for_lights(_moving_car(40.0, 16.0), [5], routes, graph, green).speed[0] == 16.0

@@ -26,7 +26,7 @@ from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics, 
 from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.red_lights import red_light_entry
-from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns
+from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns, slow_for_lights
 from vectorworld.sim.stuck_causes import stuck_cause
 from vectorworld.vehicle.commands import (
     ControlCommand,
@@ -288,6 +288,8 @@ class Session:
             if lane_id in self.world.graph:
                 self.routes.assign(agent_id, lane_id)
                 self.routes.extend(self.world.graph, self.route_rng, agent_id, dead_ends=self.world.dead_ends)
+        self.agents = slow_for_lights(self.agents, [agent_id for agent_id, _ in placed], self.routes,
+                                      self.world.graph, self.signals())
 
     def _retire(self) -> None:
         ego_xy = self.agents.xy[self.ego_slot]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.scene import LaneGraph, LaneType
+from vectorworld.scene import LaneGraph
 from vectorworld.world.path_batch import PathBatch
 
 PATH_SPACING_M = 1.0
@@ -20,10 +20,6 @@ STRAIGHT_WEIGHT = 3.0
 """At a fork, the successor that goes straight on (turning < ``STRAIGHT_RAD``) is this many times as likely as
 each turn: most traffic at a city junction goes straight (turning shares of 10-25% per direction)."""
 STRAIGHT_RAD = 0.5
-MAJOR_ROAD_WEIGHT = 2.5
-"""A successor leading onto a faster road (speed limit higher by more than ``ROAD_CLASS_MARGIN_MPS``) is this
-many times as likely, one leading onto a slower road this many times less: traffic gathers on arterials."""
-ROAD_CLASS_MARGIN_MPS = 1.0
 
 
 @dataclass(frozen=True)
@@ -42,22 +38,6 @@ class RoutePath:
     @property
     def length_m(self) -> float:
         return float(self.s[-1])
-
-
-def _leads_to_mps(graph: LaneGraph, lane_id: int) -> float:
-    """The speed limit of the road a lane leads onto (its successors' for a junction connector)."""
-    lane = graph[lane_id]
-    after = [graph[i].speed_limit_mps for i in lane.successors if i in graph]
-    return max(after) if lane.lane_type == LaneType.CONNECTOR and after else lane.speed_limit_mps
-
-
-def _road_class_weight(graph: LaneGraph, current: int, successors: Sequence[int]) -> np.ndarray:
-    """(K,) route-choice factor of each successor: :data:`MAJOR_ROAD_WEIGHT` onto a faster road, its inverse
-    onto a slower one, 1 onto a road of the same class."""
-    here = graph[current].speed_limit_mps
-    dest = np.array([_leads_to_mps(graph, i) for i in successors])
-    return np.where(dest > here + ROAD_CLASS_MARGIN_MPS, MAJOR_ROAD_WEIGHT,
-                    np.where(dest < here - ROAD_CLASS_MARGIN_MPS, 1.0 / MAJOR_ROAD_WEIGHT, 1.0))
 
 
 def build_path(graph: LaneGraph, lane_ids: Sequence[int]) -> RoutePath:
@@ -106,9 +86,8 @@ class RouteBook:
         """Append successors until the route reaches ``min_ahead_m`` or ends at an open lane end.
 
         ``choose`` is "random" (drawn with the straight-on successor weighted :data:`STRAIGHT_WEIGHT`, every
-        turn 1, each times its road-class factor :data:`MAJOR_ROAD_WEIGHT`) or "straight" (the successor
-        whose heading changes least). Successors in ``dead_ends`` (lanes the world could not continue) are
-        avoided whenever another successor exists.
+        turn 1) or "straight" (the successor whose heading changes least). Successors in ``dead_ends`` (lanes
+        the world could not continue) are avoided whenever another successor exists.
         """
         if self._settled.get(agent_id) == graph.version:
             return  # neither the route nor the graph changed since it was extended
@@ -132,8 +111,7 @@ class RouteBook:
                 if choose == "straight":
                     route.append(successors[int(np.argmin(turn))])
                 else:
-                    weight = np.where(turn < STRAIGHT_RAD, STRAIGHT_WEIGHT, 1.0) * _road_class_weight(
-                        graph, route[-1], successors)
+                    weight = np.where(turn < STRAIGHT_RAD, STRAIGHT_WEIGHT, 1.0)
                     pick = np.searchsorted(np.cumsum(weight), rng.random() * weight.sum(), side="right")
                     route.append(successors[min(int(pick), len(successors) - 1)])
             ahead += graph[route[-1]].length_m

@@ -8,7 +8,7 @@ drawn from the plan's per-junction generator, so the lights are a pure function 
 
 Movement groups of a junction: ``3 * arm + kind`` for the traffic arriving along ``arm`` (0-3, E N W S) going
 straight (kind 0), right (1) or left (2). A plan serves the two axes in turn (arms 0 / 2, then 1 / 3). An
-axis of three or more lanes per direction first gets a *protected* left phase (lefts ARROW_GO, then
+axis of four lanes per direction first gets a *protected* left phase (lefts ARROW_GO, then
 ARROW_CAUTION, then a short all-red), then every movement of the axis gets GO -- the lefts *permissive*
 (they yield to oncoming traffic) -- then CAUTION (yellow) and an all-red clearance, as long as clearing the
 road crossed takes, before the other axis.
@@ -42,7 +42,7 @@ class SignalConfig:
     chance_residential: float = 0.1
     min_green_s: float = 10.0
     protected_left_s: tuple[float, float] = (6.0, 10.0)
-    protected_left_lanes: int = 3
+    protected_left_lanes: int = 4
     """Oncoming lanes from which a left turn gets a protected phase."""
     yellow_s: float = 4.0
     """Yellow of a 40 mph approach (ITE: 1 s reaction + v / (2 x 3 m/s^2) ~ 4 s)."""
@@ -121,7 +121,7 @@ class CitySignals:
                 if present]
         clear_s = {0: self.clearance_s(road_v), 1: self.clearance_s(road_u)}  # axis 0 crosses road v
         # A left turn gets its own protected phase where it crosses at least ``protected_left_lanes``
-        # oncoming lanes (FHWA guidance); across fewer it turns permissively in gaps.
+        # oncoming lanes; across fewer it turns permissively in gaps (yielding, see policies.junctions).
         lanes = {0: road_u.lanes, 1: road_v.lanes}
         lefts_s = [float(r.uniform(*cfg.protected_left_s)) if lanes[axis] >= cfg.protected_left_lanes else 0.0
                    for axis, _, _ in axes]
