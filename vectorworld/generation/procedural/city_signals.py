@@ -53,7 +53,7 @@ class SignalConfig:
     """Speed of the last car into the junction on yellow, for the all-red clearance (ITE: (W + L) / v)."""
     max_all_red_s: float = 5.0
     left_clear_s: float = 1.0
-    cycle_s: tuple[float, float] = (64.0, 80.0)
+    cycle_s: tuple[float, float] = (56.0, 72.0)
     """The common cycle of a city's lights (drawn once per seed)."""
     arterial_weight: float = 2.5
     """Green time of an arterial axis against a residential one at the same junction."""
@@ -125,10 +125,14 @@ class CitySignals:
         lanes = {0: road_u.lanes, 1: road_v.lanes}
         lefts_s = [float(r.uniform(*cfg.protected_left_s)) if lanes[axis] >= cfg.protected_left_lanes else 0.0
                    for axis, _, _ in axes]
-        fixed = sum(left + (cfg.arrow_yellow_s + cfg.left_clear_s if left else 0.0) for left in lefts_s)
-        fixed += sum(cfg.yellow_s + clear_s[axis] for axis, _, _ in axes)
+        def fixed_s(lefts: list[float]) -> float:  # everything but the through greens
+            return (sum(left + (cfg.arrow_yellow_s + cfg.left_clear_s if left else 0.0) for left in lefts)
+                    + sum(cfg.yellow_s + clear_s[axis] for axis, _, _ in axes))
+
+        if self.cycle_s() - fixed_s(lefts_s) < cfg.min_green_s * len(axes):
+            lefts_s = [0.0] * len(axes)  # no room for protected lefts in the city's cycle: lefts go permissive
         weights = [cfg.arterial_weight if arterial else 1.0 for _, _, arterial in axes]
-        green_total = max(self.cycle_s() - fixed, cfg.min_green_s * len(axes))
+        green_total = max(self.cycle_s() - fixed_s(lefts_s), cfg.min_green_s * len(axes))
         phases: list[Phase] = []
         green_starts: dict[int, float] = {}
         for (axis, present, _), left_s, weight in zip(axes, lefts_s, weights, strict=True):
