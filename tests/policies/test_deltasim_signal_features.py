@@ -37,7 +37,9 @@ def test_signal_features_match_the_route_walk_and_the_grant() -> None:
     builder = ObservationBuilder()
     seen = {0: 0, 1: 0, 2: 0}
     granted_seen = 0
-    for _ in range(300):
+    for _ in range(600):  # 60 s: every colour shows up (a light's cycle is at most 72 s)
+        if session.done:
+            break
         session.advance()
         inp = session.policy_input(np.zeros(session.agents.capacity, bool))
         graph = session.world.graph
