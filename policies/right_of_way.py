@@ -24,6 +24,7 @@ The rules, in order (geometry and the grant in :mod:`policies.junctions`):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -41,6 +42,7 @@ from policies.junctions import (
 )
 from policies.route_paths import PathProfile, RoutePaths
 from vectorworld.scene import LaneType
+from vectorworld.signals import is_red, is_yellow
 
 EXIT_CLEAR_M = 6.0
 EXIT_BLOCKING_MPS = 1.0
@@ -140,31 +142,37 @@ class RightOfWay:
         lane ahead within :data:`SIGNAL_LOOKAHEAD_M` whose light holds it; inf where none) and that lane (-1)."""
         out = np.full(len(slots), np.inf)
         lane_out = np.full(len(slots), -1, np.int64)
-        signals = inp.signals
-        if not len(signals):
+        rows, starts, states, lanes = _lights_ahead(inp, profiles, s_now)
+        if not len(rows):
             return out, lane_out
         a = inp.agents
-        rows, starts, states, lanes = [], [], [], []
-        for row, profile in enumerate(profiles):
-            for lane_id, start in profile.signal_lanes:
-                if start - s_now[row] > SIGNAL_LOOKAHEAD_M:
-                    break
-                state = signals.state(lane_id)
-                if state is not None and start >= s_now[row]:
-                    rows.append(row)
-                    starts.append(start)
-                    states.append(int(state))
-                    lanes.append(lane_id)
-        if not rows:
-            return out, lane_out
-        rows_a, starts_a, lanes_a = np.array(rows), np.array(starts), np.array(lanes, np.int64)
-        slot_r = np.asarray(slots)[rows_a]
-        hold = signal_holds(np.array(states), a.speed[slot_r], starts_a - s_now[rows_a] - a.length[slot_r] / 2.0,
+        slot_r = np.asarray(slots)[rows]
+        hold = signal_holds(states, a.speed[slot_r], starts - s_now[rows] - a.length[slot_r] / 2.0,
                             self.params.max_decel_mps2)
-        for row, start, lane_id in zip(rows_a[hold], starts_a[hold], lanes_a[hold], strict=True):
+        for row, start, lane_id in zip(rows[hold], starts[hold], lanes[hold], strict=True):
             if start < out[row]:
                 out[row], lane_out[row] = start, lane_id
         return out, lane_out
+
+    def red_ahead_m(self, inp: PolicyInput, slots: np.ndarray) -> np.ndarray:
+        """(N,) distance (m) from each slot's position to the stop point of the first light ahead on its route
+        (within :data:`SIGNAL_LOOKAHEAD_M`) if that light shows red or yellow; inf where none does."""
+        out = np.full(len(slots), np.inf)
+        ids = inp.agents.id[np.asarray(slots, np.int64)].tolist()
+        profiles = self.paths.profiles(inp, ids)
+        known = [k for k, pr in enumerate(profiles) if pr is not None]
+        if not known or not len(inp.signals):
+            return out
+        kept = [profiles[k] for k in known]
+        s_now, _ = self.paths.positions(inp, np.asarray(slots)[known], kept)
+        rows, starts, states, _ = _lights_ahead(inp, kept, s_now)
+        first = {}
+        for row, start, state in zip(rows.tolist(), starts.tolist(), states.tolist(), strict=True):
+            first.setdefault(row, (start, state))  # lights come in route order: the first one ahead counts
+        for row, (start, state) in first.items():
+            if bool(is_red(state)) or bool(is_yellow(state)):
+                out[known[row]] = start - s_now[row]
+        return out
 
     def _lights(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
         """Drop the requests a light holds (they neither go nor reserve their connector, and their waiting
@@ -188,15 +196,14 @@ class RightOfWay:
             if k in held:
                 continue
             if k in lit_set and yields_on_green(inp.graph, signals, r.connector):
-                r = JunctionRequest(r.agent_id, r.connector, r.distance_m, r.committed, yields=True)
+                r = dataclasses.replace(r, yields=True)
             out.append(r)
         return out
 
     def _minor_yields(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
         """Mark the requests from a minor road at a junction without lights as yielding."""
         minor = minor_roads(inp.graph, self.conflicts, requests, inp.signals)
-        return [JunctionRequest(r.agent_id, r.connector, r.distance_m, r.committed, yields=True) if m and not r.yields
-                else r for r, m in zip(requests, minor, strict=True)]
+        return [dataclasses.replace(r, yields=True) if m else r for r, m in zip(requests, minor, strict=True)]
 
     def _exit_clear(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
         """Drop requests whose connector exit is blocked by a (nearly) standing agent in traffic: nobody
@@ -238,3 +245,24 @@ class RightOfWay:
                     and inp.graph[route[0]].lane_type == LaneType.CONNECTOR):
                 occupied[route[0]] = occupied.get(route[0], 0) + 1
         return occupied
+
+
+def _lights_ahead(inp: PolicyInput, profiles: list[PathProfile], s_now: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every signalised lane ahead of each row within :data:`SIGNAL_LOOKAHEAD_M`, in route order: (K,) row
+    indices, the lanes' start arc lengths (stop points), their states and lane ids."""
+    signals = inp.signals
+    rows, starts, states, lanes = [], [], [], []
+    if len(signals):
+        for row, profile in enumerate(profiles):
+            for lane_id, start in profile.signal_lanes:
+                if start - s_now[row] > SIGNAL_LOOKAHEAD_M:
+                    break
+                state = signals.state(lane_id)
+                if state is not None and start >= s_now[row]:
+                    rows.append(row)
+                    starts.append(start)
+                    states.append(int(state))
+                    lanes.append(lane_id)
+    return (np.array(rows, np.int64), np.array(starts, float), np.array(states, np.int64),
+            np.array(lanes, np.int64))

@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policies.base import PolicyInput
+from policies.right_of_way import RightOfWay
 from vectorworld.generation.base import AgentSpawns
 from vectorworld.generation.procedural.spawning import STOP_MARGIN_M
 from vectorworld.scene import Agents, Lane, LaneGraph, LaneType
@@ -108,16 +110,21 @@ def _moving_car(x: float, speed: float) -> Agents:
     return Agents(**arrays)
 
 
+def _slowed(x: float, speed: float, state: SignalState) -> Agents:
+    graph, view = _light_ahead(state)
+    agents = _moving_car(x, speed)
+    inp = PolicyInput(agents, np.zeros(2, bool), graph, {5: [1, 2]}, ego_slot=1, step=0, signals=view)
+    slots = np.array([0])
+    return slow_for_lights(agents, slots, RightOfWay().red_ahead_m(inp, slots))
+
+
 def test_a_spawn_before_a_red_light_is_slowed_to_stop_at_its_line_and_a_green_one_is_not() -> None:
     """A tile's car appearing 20 m before a red light at 16 m/s could not stop (it ran the red into the
     crossing stream); it is slowed to stop at SPAWN_BRAKE_MPS2 with STOP_MARGIN_M to spare."""
-    routes = {5: [1, 2]}
-    graph, red = _light_ahead(SignalState.STOP)
-    slowed = slow_for_lights(_moving_car(40.0, 16.0), [5], routes, graph, red)
+    slowed = _slowed(40.0, 16.0, SignalState.STOP)
     gap = 20.0 - 4.6 / 2 - STOP_MARGIN_M
     assert slowed.speed[0] == pytest.approx(np.sqrt(2 * SPAWN_BRAKE_MPS2 * gap))
     assert slowed.history[0, :, 3].max() == pytest.approx(slowed.speed[0])
-    far = slow_for_lights(_moving_car(40.0, 5.0), [5], routes, graph, red)  # slow enough already
-    assert far.speed[0] == 5.0
-    graph, green = _light_ahead(SignalState.GO)
-    assert slow_for_lights(_moving_car(40.0, 16.0), [5], routes, graph, green).speed[0] == 16.0
+    assert _slowed(40.0, 16.0, SignalState.CAUTION).speed[0] == pytest.approx(slowed.speed[0])
+    assert _slowed(40.0, 5.0, SignalState.STOP).speed[0] == 5.0   # slow enough already
+    assert _slowed(40.0, 16.0, SignalState.GO).speed[0] == 16.0

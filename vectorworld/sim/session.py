@@ -288,8 +288,12 @@ class Session:
             if lane_id in self.world.graph:
                 self.routes.assign(agent_id, lane_id)
                 self.routes.extend(self.world.graph, self.route_rng, agent_id, dead_ends=self.world.dead_ends)
-        self.agents = slow_for_lights(self.agents, [agent_id for agent_id, _ in placed], self.routes,
-                                      self.world.graph, self.signals())
+        if placed:  # a tile's traffic never appears too fast to stop for a light on its route
+            slots = np.flatnonzero(np.isin(self.agents.id, [agent_id for agent_id, _ in placed]) & self.agents.valid)
+            inp = PolicyInput(agents=self.agents, controlled=np.zeros(self.agents.capacity, bool),
+                              graph=self.world.graph, routes=self.routes.routes, ego_slot=self.ego_slot,
+                              step=self.step_index, signals=self.signals())
+            self.agents = slow_for_lights(self.agents, slots, self.right_of_way.red_ahead_m(inp, slots))
 
     def _retire(self) -> None:
         ego_xy = self.agents.xy[self.ego_slot]

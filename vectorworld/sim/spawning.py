@@ -9,8 +9,7 @@ import numpy as np
 from vectorworld import DT_S, geometry
 from vectorworld.generation.base import AgentSpawns
 from vectorworld.generation.procedural.spawning import STOP_MARGIN_M
-from vectorworld.scene import Agents, AgentType, Lane, LaneGraph
-from vectorworld.signals import SignalView, is_red, is_yellow
+from vectorworld.scene import Agents, AgentType, Lane
 
 EGO_CLEARANCE_M = 30.0
 """Agents are never spawned closer than this to the ego (no collision caused by spawning)."""
@@ -22,9 +21,6 @@ SPAWN_BRAKE_MPS2 = 2.0
 """A moving spawn is slowed so that it can stop at this deceleration behind any agent ahead of it (within
 ``AHEAD_HALF_WIDTH_M`` of its heading line), with ``STOP_MARGIN_M`` to spare: spawning never forces hard braking."""
 AHEAD_HALF_WIDTH_M = 2.0
-LIGHT_LOOKAHEAD_M = 70.0
-"""A moving spawn whose route reaches a red or yellow light within this many metres is slowed so that it
-can stop at the stop line at ``SPAWN_BRAKE_MPS2`` (a tile's traffic never appears too fast to stop)."""
 
 
 class SpawnBook:
@@ -120,32 +116,16 @@ def _stoppable_speed(arrays: dict[str, np.ndarray], xy: np.ndarray, yaw: float, 
     return float(min(speed, reachable.min()))
 
 
-def slow_for_lights(agents: Agents, agent_ids: list[int], routes, graph: LaneGraph,  # noqa: ANN001 - RouteBook
-                    signals: SignalView) -> Agents:
-    """``agents`` with the spawns ``agent_ids`` slowed to stop before a red or yellow light on their route
-    (:data:`LIGHT_LOOKAHEAD_M`); their warm-start history keeps its path at the new speed."""
-    if not len(signals) or not agent_ids:
-        return agents
-    slot_of = {int(i): k for k, i in enumerate(agents.id.tolist()) if agents.valid[k]}
+def slow_for_lights(agents: Agents, slots: np.ndarray, red_ahead_m: np.ndarray) -> Agents:
+    """``agents`` with the spawns at ``slots`` (N,) slowed so that they can stop at ``SPAWN_BRAKE_MPS2``,
+    ``STOP_MARGIN_M`` before a red or yellow light ``red_ahead_m`` (N,) m ahead (inf: none); their warm-start
+    history keeps its path at the new speed."""
+    slots = np.asarray(slots, np.int64)
+    gap = np.maximum(red_ahead_m - agents.length[slots] / 2.0 - STOP_MARGIN_M, 0.0)
+    cap = np.sqrt(2.0 * SPAWN_BRAKE_MPS2 * gap)  # inf where no light holds them
     speed, history = agents.speed.copy(), agents.history.copy()
-    for agent_id in agent_ids:
-        route, slot = routes.get(agent_id), slot_of.get(agent_id)
-        if not route or slot is None or speed[slot] <= 0.0 or route[0] not in graph:
-            continue
-        first = graph[route[0]]
-        s_on, _, _ = geometry.project_to_polyline(agents.xy[slot][None], first.points)
-        ahead = first.length_m - float(np.ravel(s_on)[0])
-        for lane_id in route[1:]:
-            if ahead > LIGHT_LOOKAHEAD_M or lane_id not in graph:
-                break
-            state = signals.state(lane_id)
-            if state is not None:
-                if bool(is_red(int(state))) or bool(is_yellow(int(state))):
-                    gap = max(ahead - agents.length[slot] / 2.0 - STOP_MARGIN_M, 0.0)
-                    speed[slot] = min(speed[slot], float(np.sqrt(2.0 * SPAWN_BRAKE_MPS2 * gap)))
-                    history[slot, :, 3] = np.minimum(history[slot, :, 3], speed[slot])
-                break
-            ahead += graph[lane_id].length_m
+    speed[slots] = np.minimum(speed[slots], cap)
+    history[slots, :, 3] = np.minimum(history[slots, :, 3], speed[slots, None])
     return dataclasses.replace(agents, speed=speed, history=history)
 
 
