@@ -78,20 +78,19 @@ def project_to_polyline(points: Array, polyline: Array) -> tuple[Array, Array, A
     Returns arc length along the polyline (M,), signed lateral offset (M,; + is left of the direction
     of travel) and the heading of the polyline at the projection (M,).
     """
-    a, b = polyline[:-1], polyline[1:]
-    ab = b - a
-    seg_len2 = np.maximum(np.sum(ab * ab, -1), 1e-12)
-    ap = points[:, None, :] - a[None]
-    t = np.clip(np.sum(ap * ab[None], -1) / seg_len2[None], 0.0, 1.0)
-    closest = a[None] + t[..., None] * ab[None]
-    dist2 = np.sum((points[:, None, :] - closest) ** 2, -1)
+    a = polyline[:-1]
+    ab = polyline[1:] - a
+    raw_len2 = np.sum(ab * ab, -1)
+    seg_len2 = np.maximum(raw_len2, 1e-12)
+    ap = points[:, None, :] - a
+    t = np.minimum(np.maximum(np.sum(ap * ab, -1) / seg_len2, 0.0), 1.0)
+    dist2 = np.sum((points[:, None, :] - (a + t[..., None] * ab)) ** 2, -1)
     seg = np.argmin(dist2, axis=1)
-    rows = np.arange(len(points))
-    s0 = polyline_lengths(polyline)
-    seg_len = np.sqrt(seg_len2)
-    s = s0[seg] + t[rows, seg] * seg_len[seg]
-    direction = ab[seg] / seg_len[seg, None]
-    rel = points - a[seg]
+    seg_len = np.sqrt(seg_len2[seg])
+    s_before = np.concatenate([[0.0], np.cumsum(np.sqrt(raw_len2))])[seg]  # polyline_lengths, without its calls
+    s = s_before + t[np.arange(len(points)), seg] * seg_len
+    direction = ab[seg] / seg_len[:, None]
+    rel = ap[np.arange(len(points)), seg]
     lateral = direction[:, 0] * rel[:, 1] - direction[:, 1] * rel[:, 0]
     return s, lateral, np.arctan2(direction[:, 1], direction[:, 0])
 

@@ -39,17 +39,22 @@ def free_to_start(neighbors: np.ndarray, neighbor_mask: np.ndarray, route_ahead:
     included), neighbor_mask: (S, N); route_ahead: (S, R, 4) route targets (x, y, valid, cap); static: (S, 5)
     (length, width, ...); speed: (S,) m/s.
     """
-    own_length, own_width = static[:, 0:1], static[:, 1:2]
-    x, y = neighbors[..., 0], neighbors[..., 1]
-    cos, sin = np.abs(neighbors[..., 2]), np.abs(neighbors[..., 3])
-    half_along = (neighbors[..., 6] * cos + neighbors[..., 7] * sin) / 2     # extents along / across the
-    half_across = (neighbors[..., 6] * sin + neighbors[..., 7] * cos) / 2    # agent's heading
     route_ok = route_ahead[..., 2] > 0.5
-    lateral = polyline_distance(x, y, route_ahead[..., :2], route_ok)        # (S, N)
+    free = (np.abs(speed) < config.standing_mps) & route_ok[:, :2].all(1)
+    rows = np.flatnonzero(free)  # only standing agents on a route can be free: the corridor test is for them
+    if not len(rows):
+        return free
+    nb = neighbors[rows]
+    own_length, own_width = static[rows, 0:1], static[rows, 1:2]
+    x, y = nb[..., 0], nb[..., 1]
+    cos, sin = np.abs(nb[..., 2]), np.abs(nb[..., 3])
+    half_along = (nb[..., 6] * cos + nb[..., 7] * sin) / 2     # extents along / across the agent's heading
+    half_across = (nb[..., 6] * sin + nb[..., 7] * cos) / 2
+    lateral = polyline_distance(x, y, route_ahead[rows, :, :2], route_ok[rows])  # (S', N)
     ahead = (x + half_along > 0) & (x - half_along < own_length / 2 + config.free_m)
     in_corridor = lateral < own_width / 2 + half_across + config.corridor_margin_m
-    blocked = (neighbor_mask & ahead & in_corridor).any(1)
-    return (np.abs(speed) < config.standing_mps) & route_ok[:, :2].all(1) & ~blocked
+    free[rows] = ~(neighbor_mask[rows] & ahead & in_corridor).any(1)
+    return free
 
 
 def start_penalty(candidate_steps: np.ndarray, free: np.ndarray, config: StartShapingConfig) -> np.ndarray:

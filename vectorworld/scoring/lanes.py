@@ -59,5 +59,7 @@ def locate(graph: LaneGraph, xy: np.ndarray, yaw: float, length: float, width: f
     for lane_id in (best, *lane.successors, *lane.predecessors):
         if lane_id in graph:
             covered |= _inside(graph[lane_id], corners)[0]
+            if covered.all():
+                break
     return LanePosition(best, best_s, lane.speed_limit_mps, lane.lane_type == LaneType.CONNECTOR,
                         not bool(covered.all()))

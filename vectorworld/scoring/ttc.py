@@ -45,11 +45,14 @@ def time_to_collision(ego_xy: np.ndarray, ego_yaw: float, ego_speed: float, ego_
     ego_at = np.asarray(ego_xy, float) + t[:, None] * ego_speed * heading  # (K, 2)
     vel = speed[:, None] * np.stack([np.cos(yaw), np.sin(yaw)], -1)  # (N, 2)
     agents_at = xy[:, None] + t[None, :, None] * vel[:, None]  # (N, K, 2)
-    k = len(t)
-    ego_corners = geometry.box_corners(ego_at, np.full(k, ego_yaw), np.full(k, ego_length), np.full(k, ego_width))
-    n = len(xy)
-    corners = geometry.box_corners(agents_at, np.repeat(yaw[:, None], k, 1), np.repeat(length[:, None], k, 1),
-                                   np.repeat(width[:, None], k, 1))
-    hit = geometry.boxes_overlap(np.broadcast_to(ego_corners, (n, k, 4, 2)), corners)  # (N, K)
-    any_hit = hit.any(0)
-    return float(t[np.argmax(any_hit)]) if any_hit.any() else float("inf")
+    # Only (agent, time) pairs whose circumcircles meet can overlap: the exact test runs on those alone.
+    gap = agents_at - ego_at[None]
+    bound = 0.5 * (np.hypot(ego_length, ego_width) + np.hypot(length, width)) + 1e-6
+    n_idx, k_idx = np.nonzero(np.einsum("nki,nki->nk", gap, gap) <= (bound * bound)[:, None])
+    if not len(n_idx):
+        return float("inf")
+    ego_corners = geometry.box_corners(ego_at[k_idx], np.full(len(k_idx), ego_yaw), np.full(len(k_idx), ego_length),
+                                       np.full(len(k_idx), ego_width))
+    corners = geometry.box_corners(agents_at[n_idx, k_idx], yaw[n_idx], length[n_idx], width[n_idx])
+    hit = geometry.boxes_overlap(ego_corners, corners)
+    return float(t[k_idx[hit].min()]) if hit.any() else float("inf")

@@ -411,11 +411,13 @@ class Session:
             standing = abs(a.speed[slot]) < STANDING_MPS
             if len(route) > 1 and not standing:
                 continue  # a moving agent leaves on its last lane
+            reach = WORLD_EDGE_STANDING_M if standing else WORLD_EDGE_LEAVE_M
+            beyond = sum(graph[i].length_m for i in route[1:])
+            if beyond > reach + 1.0:
+                continue  # the lanes after the first alone are longer than the reach: no need to project
             first = graph[route[0]]
             along, _, _ = geometry.project_to_polyline(a.xy[slot][None], first.points)
-            left = first.length_m - float(along[0]) + sum(graph[i].length_m for i in route[1:])
-            reach = WORLD_EDGE_STANDING_M if standing else WORLD_EDGE_LEAVE_M
-            out[slot] = left < reach
+            out[slot] = first.length_m - float(along[0]) + beyond < reach
         return out
 
     # ----------------------------------------------------------------- views

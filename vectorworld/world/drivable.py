@@ -83,12 +83,8 @@ class DrivableGrid:
             points = np.vstack([start - run * np.array([np.cos(yaw0), np.sin(yaw0)]), points,
                                 end + run * np.array([np.cos(yaw1), np.sin(yaw1)])])
         centres = geometry.resample_by_spacing(points, self.cell_m)
-        reach = int(np.ceil(radius / self.cell_m))
-        offsets = np.stack(np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1),
-                                       indexing="ij"), -1).reshape(-1, 2)
-        disc = offsets[np.linalg.norm(offsets * self.cell_m, axis=-1) <= radius]
         base = np.floor(centres / self.cell_m).astype(np.int64)
-        cells = _unique_cells((base[:, None, :] + disc[None]).reshape(-1, 2))
+        cells = _disc_dilation(base, disc_half_widths(radius, self.cell_m))
         chunk = np.floor_divide(cells, CHUNK_CELLS)
         return chunk, cells - chunk * CHUNK_CELLS
 
@@ -120,6 +116,37 @@ def _cell_codes(cells: np.ndarray) -> np.ndarray:
     return (cells[:, 0] + (1 << 31)) * (1 << 32) + (cells[:, 1] + (1 << 31))
 
 
-def _unique_cells(cells: np.ndarray) -> np.ndarray:
-    _, first = np.unique(_cell_codes(cells), return_index=True)
-    return cells[np.sort(first)]
+def disc_half_widths(radius_m: float, cell_m: float) -> np.ndarray:
+    """(2R+1,) for each row offset dx in -R..R of the disc of cells whose offset (dx, dy) lies within
+    ``radius_m`` (R = ceil(radius / cell)), the largest |dy| in that row (-1 for a row without cells)."""
+    reach = int(np.ceil(radius_m / cell_m))
+    offsets = np.stack(np.meshgrid(np.arange(-reach, reach + 1), np.arange(reach + 1), indexing="ij"), -1)
+    inside = np.linalg.norm(offsets * cell_m, axis=-1) <= radius_m
+    return np.where(inside.any(1), inside.sum(1) - 1, -1)
+
+
+def _disc_dilation(base: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """The distinct cells (K, 2) of the disc (:func:`disc_half_widths` ``half``) around any of the ``base``
+    cells (M, 2): a raster dilation, one row offset at a time (each row of a disc is a run of cells), instead
+    of M x disc-size offsets made unique."""
+    reach = (len(half) - 1) // 2
+    lo = base.min(0) - reach
+    grid = np.zeros(tuple(base.max(0) - lo + reach + 1), bool)
+    grid[base[:, 0] - lo[0], base[:, 1] - lo[1]] = True
+    rows, cols = grid.shape
+    # runs[:, j] counts base cells in columns < j, so a window's count is one difference.
+    runs = np.concatenate([np.zeros((rows, 1), np.int64), np.cumsum(grid, 1)], 1)
+    j = np.arange(cols)
+    out = np.zeros_like(grid)
+    widened: dict[int, np.ndarray] = {}
+    for dx, w in zip(range(-reach, reach + 1), half.tolist()):
+        if w < 0:
+            continue
+        if w not in widened:  # base cells within w columns of each cell
+            widened[w] = runs[:, np.minimum(j + w + 1, cols)] > runs[:, np.maximum(j - w, 0)]
+        band = widened[w]
+        if dx >= 0:
+            out[dx:] |= band[:rows - dx]
+        else:
+            out[:dx] |= band[-dx:]
+    return np.argwhere(out) + lo

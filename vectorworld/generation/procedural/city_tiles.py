@@ -25,20 +25,34 @@ SAMPLE_M = 1.0
 
 
 @dataclass(frozen=True)
+class PlacedPiece:
+    """A plan piece in the global frame: its points, the centre and radius (m) of a circle holding them, and
+    its first and last point rounded to :data:`MATCH_DECIMALS` (how ports and known lanes are matched)."""
+
+    points: np.ndarray
+    mid: np.ndarray
+    radius: float
+    start: tuple[float, float]
+    end: tuple[float, float]
+
+
+@dataclass(frozen=True)
 class CityAnchor:
     """Where the plan frame sits in the world: origin (2,) m global and yaw (rad); ``cache`` keeps every
-    piece's global points, centre and radius (m) once computed (the plan never changes)."""
+    piece once placed (the plan never changes)."""
 
     origin: np.ndarray
     yaw: float
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def placed(self, lane: PlanLane) -> tuple[np.ndarray, np.ndarray, float]:
+    def placed(self, lane: PlanLane) -> PlacedPiece:
         hit = self.cache.get(lane.key)
         if hit is None:
             pts = geometry.to_global(lane.points, self.origin, self.yaw)
             mid = pts.mean(0)
-            hit = self.cache[lane.key] = (pts, mid, float(np.linalg.norm(pts - mid, axis=-1).max()))
+            ends = np.round(pts[[0, -1]], MATCH_DECIMALS).tolist()
+            hit = self.cache[lane.key] = PlacedPiece(pts, mid, float(np.linalg.norm(pts - mid, axis=-1).max()),
+                                                     tuple(ends[0]), tuple(ends[1]))
         return hit
 
 
@@ -56,20 +70,19 @@ class CityRegion:
                                  np.float64(frame.size_m)), anchor.origin, anchor.yaw)
         lo, hi = corners.min(0) - margin_m, corners.max(0) + margin_m
         self.lanes: dict[Key, PlanLane] = {}
-        self.points: dict[Key, np.ndarray] = {}
         for lane in self._plan_lanes(lo, hi):
             self.lanes.setdefault(lane.key, lane)
-        self.reach: dict[Key, tuple[np.ndarray, float]] = {}
-        for key, lane in self.lanes.items():
-            self.points[key], mid, radius = anchor.placed(lane)
-            self.reach[key] = (mid, radius)
+        placed = [anchor.placed(lane) for lane in self.lanes.values()]
+        self.points: dict[Key, np.ndarray] = {key: piece.points for key, piece in zip(self.lanes, placed, strict=True)}
+        self._mids = np.array([piece.mid for piece in placed]).reshape(-1, 2)
+        self._radii = np.array([piece.radius for piece in placed])
         self.predecessors: dict[Key, list[Key]] = {k: [] for k in self.lanes}
         for key, lane in self.lanes.items():
             for s in lane.successors:
                 if s in self.predecessors:
                     self.predecessors[s].append(key)
-        self.starts = {tuple(np.round(p[0], MATCH_DECIMALS).tolist()) for p in self.points.values()}
-        self.ends = {tuple(np.round(p[-1], MATCH_DECIMALS).tolist()) for p in self.points.values()}
+        self.starts = {piece.start for piece in placed}
+        self.ends = {piece.end for piece in placed}
 
     def _plan_lanes(self, lo: np.ndarray, hi: np.ndarray) -> list[PlanLane]:
         plan, spacing = self.plan, self.plan.config.spacing_m
@@ -94,10 +107,11 @@ class CityRegion:
         """Keys (sorted) of the pieces reaching into the tile, with every connector of touched junctions."""
         hit = set()
         reach = frame.size_m / np.sqrt(2.0) + 1.0
-        for key, pts in self.points.items():
-            mid, radius = self.reach[key]
-            if float(np.linalg.norm(mid - frame.center_xy)) > reach + radius:
+        near = np.linalg.norm(self._mids - frame.center_xy, axis=-1) <= reach + self._radii
+        for key, close in zip(self.points, near.tolist(), strict=True):
+            if not close:
                 continue
+            pts = self.points[key]
             dense = geometry.resample_by_spacing(pts, SAMPLE_M) if len(pts) == 2 else pts
             if bool(frame.contains(dense, 0.5).any()):
                 hit.add(key)
