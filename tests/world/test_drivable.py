@@ -50,3 +50,22 @@ def test_a_straight_lane_keeps_its_own_width() -> None:
     assert grid.half_width_m(lane) == lane.width_m / 2.0
     assert grid.contains(np.array([[25.0, 1.75 + 0.2]])).all()
     assert not grid.contains(np.array([[25.0, 1.75 + 0.5]])).any()
+
+
+def test_corridor_cells_are_exactly_the_cells_of_discs_around_the_centreline() -> None:
+    """The raster dilation paints the same cells as placing the disc at every centre cell (the definition)."""
+    from vectorworld.world.drivable import _disc_dilation, disc_half_widths
+
+    rng = np.random.default_rng(0)
+    for k in range(60):
+        cell = (0.25, 0.5, 0.2)[k % 3]
+        radius = float(rng.uniform(0.1, 5.0))
+        pts = np.cumsum(rng.normal(size=(int(rng.integers(2, 10)), 2)) * rng.uniform(0.1, 8.0), 0) + 300.0
+        base = np.floor(geometry.resample_by_spacing(pts, cell) / cell).astype(np.int64)
+        reach = int(np.ceil(radius / cell))
+        grid = np.stack(np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1), indexing="ij"), -1)
+        disc = grid.reshape(-1, 2)[np.linalg.norm(grid.reshape(-1, 2) * cell, axis=-1) <= radius]
+        expected = np.unique((base[:, None] + disc[None]).reshape(-1, 2), axis=0)
+        got = _disc_dilation(base, disc_half_widths(radius, cell))
+        assert len(got) == len(np.unique(got, axis=0))
+        np.testing.assert_array_equal(np.unique(got, axis=0), expected)
