@@ -49,6 +49,8 @@ class PathProfile:
     """(lane id, arc length of its start: the stop point) of every signalised lane after the first one."""
     lane_start_s: dict[int, float] = field(default_factory=dict, compare=False)
     """Arc length (m) where each lane of the path starts."""
+    head: UniformPath | None = field(default=None, compare=False)
+    """The points of ``uniform`` that projecting within ``first_lane_m`` can reach (all of them if None)."""
 
     @classmethod
     def build(cls, graph: LaneGraph, route: tuple[int, ...], p: IdmParams) -> PathProfile:
@@ -67,8 +69,10 @@ class PathProfile:
             if k > 0 and lane.signal is not None:
                 signal_lanes.append((lane.id, start))
             start += lane.length_m
-        return cls(path, cap, connector, connector_s, tuple(lanes), UniformPath.resample(path.points, path.s, cap),
-                   lanes[0].length_m + 2.0, tuple(signal_lanes), starts)
+        uniform = UniformPath.resample(path.points, path.s, cap)
+        first_lane_m = lanes[0].length_m + 2.0
+        return cls(path, cap, connector, connector_s, tuple(lanes), uniform, first_lane_m, tuple(signal_lanes), starts,
+                   uniform.head(first_lane_m))
 
 
 class RoutePaths:
@@ -138,7 +142,7 @@ class RoutePaths:
             else:
                 s_now[row], lateral[row] = known
         if missing:
-            batch = UniformPathBatch.of([profiles[r].uniform for r in missing])
+            batch = UniformPathBatch.of([profiles[r].head or profiles[r].uniform for r in missing])
             within = np.fromiter((profiles[r].first_lane_m for r in missing), float, len(missing))
             s_now[missing], lateral[missing] = batch.project(a.xy[slots[missing]], within)
             for r in missing:

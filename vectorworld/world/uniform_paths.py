@@ -40,6 +40,11 @@ class UniformPath:
     def length_m(self) -> float:
         return self.spacing_m * (len(self.points) - 1)
 
+    def head(self, within_m: float) -> UniformPath:
+        """The first points, as many as :meth:`UniformPathBatch.project` reads to project within ``within_m``."""
+        used = min(max(int(np.ceil(within_m / self.spacing_m)) + 1, 2), len(self.points))
+        return UniformPath(self.points[:used], self.values[:used], self.spacing_m)
+
 
 @dataclass(frozen=True)
 class UniformPathBatch:
