@@ -32,6 +32,8 @@ class PolicyInput:
     signals: the state of every traffic light of the known world at this step.
     right_of_way: this step's right-of-way decision (the Session's :class:`policies.right_of_way.RightOfWay`
     takes it once per step for everyone); None outside a Session (a policy then decides by itself).
+    crossing_blocked: connectors closed to vehicles this step because a pedestrian is on a crosswalk across
+    them (:mod:`vectorworld.sim.crossings`).
     """
 
     agents: Agents
@@ -44,6 +46,7 @@ class PolicyInput:
     motion_codes: Mapping[int, np.ndarray] = field(default_factory=dict)
     signals: SignalView = field(default_factory=SignalView.empty)
     right_of_way: RightOfWayDecision | None = None
+    crossing_blocked: frozenset[int] = frozenset()
 
 
 class Policy(abc.ABC):

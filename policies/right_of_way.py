@@ -66,6 +66,8 @@ class RightOfWayDecision:
     granted: frozenset[int] = frozenset()
     held: Mapping[int, int] = field(default_factory=dict)
     by_light: frozenset[int] = frozenset()
+    by_crossing: frozenset[int] = frozenset()
+    """The held agents a pedestrian on a crosswalk holds."""
 
 
 class RightOfWay:
@@ -116,6 +118,9 @@ class RightOfWay:
         requested = frozenset(r.agent_id for r in requests)
         standing = self._minor_yields(inp, self._lights(inp, requests))
         standing = self._exit_clear(inp, standing)
+        # A pedestrian on a crosswalk closes the connectors across it to all who can still stop.
+        by_crossing = {r.agent_id for r in standing if not r.committed and r.connector in inp.crossing_blocked}
+        standing = [r for r in standing if r.agent_id not in by_crossing]
         granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), standing,
                                    self._waited_s)
         self._update_waits(inp, standing, granted)
@@ -128,7 +133,8 @@ class RightOfWay:
             current = held.get(agent_id)
             if current is None or profiles[k].lane_start_s.get(current, np.inf) > light_s[k]:
                 held[agent_id] = int(light_lane[k])
-        decision = RightOfWayDecision(inp.step, requested, frozenset(granted), held, frozenset(by_light))
+        decision = RightOfWayDecision(inp.step, requested, frozenset(granted), held, frozenset(by_light),
+                                      frozenset(by_crossing))
         self._last = (inp.agents, inp.step, decision)
         return decision
 

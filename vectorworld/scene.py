@@ -203,6 +203,36 @@ class LaneGraph:
         return {(int(a), int(b)) for a, b in idx}
 
 
+@dataclass(frozen=True, eq=False)
+class Crosswalk:
+    """A marked pedestrian crossing over one arm of a junction, between the stop line and the junction.
+
+    walk: (P, 2) m global, the path a pedestrian walks from one kerb to the other (either way round);
+    half_width_m: half the strip's width along the road; conflicts: the lanes (connectors) whose vehicles cross
+    the strip -- entering the junction from this arm or leaving it into this arm; through: the signalised
+    straight movements along the crossed road (empty at a junction without lights): pedestrians walk only
+    while these show red. id: assigned by the world (-1 from a generator); tile_id: the tile it came with.
+    """
+
+    id: int
+    walk: np.ndarray
+    half_width_m: float
+    conflicts: tuple[int, ...]
+    through: tuple[int, ...] = ()
+    tile_id: int = -1
+
+    @property
+    def length_m(self) -> float:
+        return float(geometry.polyline_lengths(self.walk)[-1])
+
+    def polygon(self) -> np.ndarray:
+        """Corners (4, 2) of the strip (for drawing), counter-clockwise."""
+        start, end = self.walk[0], self.walk[-1]
+        along = (end - start) / max(float(np.linalg.norm(end - start)), 1e-9)
+        side = np.array([-along[1], along[0]]) * self.half_width_m
+        return np.stack([start - side, end - side, end + side, start + side])
+
+
 @dataclass(frozen=True)
 class Tile:
     """A 64 m x 64 m square placed in the world.

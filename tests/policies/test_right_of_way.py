@@ -163,3 +163,15 @@ def test_the_session_decides_once_per_step_and_every_policy_reads_that_decision(
             # the decision (city world, every step)
             assert np.allclose(fresh.plan(inp).poses, session.ego_plan)
         assert len(calls) == 30, npc  # one decision per step: no policy or planner took its own
+
+
+def test_a_pedestrian_on_a_crosswalk_holds_agents_that_can_stop_but_not_committed_ones() -> None:
+    routes = {10: [1, 2]}
+    approaching = [(10, -15.0, 0.0, EAST, 5.0)]                        # 15 m before connector 2 at 5 m/s
+    closed = dataclasses.replace(_input(_graph(), approaching, routes), crossing_blocked=frozenset({2}))
+    d = RightOfWay().decide(closed)
+    assert d.held == {10: 2} and d.by_crossing == {10} and not d.granted
+    assert RightOfWay().decide(_input(_graph(), approaching, routes)).granted == {10}  # crosswalk free
+    committed = [(10, -3.0, 0.0, EAST, 10.0)]                          # 10 m/s, 3 m: it cannot stop
+    d = RightOfWay().decide(dataclasses.replace(_input(_graph(), committed, routes), crossing_blocked=frozenset({2})))
+    assert d.granted == {10} and not d.by_crossing

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph
+from vectorworld.scene import TILE_SIZE_M, Crosswalk, Lane, LaneGraph
 
 
 class IdAllocator:
@@ -123,12 +123,14 @@ class TileContent:
     lanes: the new lanes (global frame, ids from ``request.lane_ids``), with edges among themselves.
     links: successor edges (from_id, to_id) between a new lane and an existing one (either direction).
     agents: road users spawned on the new lanes.
+    crosswalks: pedestrian crossings at the new junctions (ids -1: the world numbers them).
     """
 
     lanes: tuple[Lane, ...]
     links: tuple[tuple[int, int], ...]
     agents: AgentSpawns
     used_fallback: bool = False
+    crosswalks: tuple[Crosswalk, ...] = ()
 
 
 class TileGenerator(abc.ABC):

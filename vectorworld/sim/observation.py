@@ -10,7 +10,7 @@ from enum import Enum
 
 import numpy as np
 
-from vectorworld.scene import Agents, Lane, Tile
+from vectorworld.scene import Agents, Crosswalk, Lane, Tile
 from vectorworld.signals import SignalView
 from vectorworld.sim.metrics import StepMetrics
 
@@ -33,7 +33,8 @@ class Observation:
     ego_slot: slot of the ego in ``agents``; agents: the ego and every agent within the observation
     radius (slots compacted, all valid); lanes: lanes with a point within the radius; route: the ego's
     route lanes and their centreline (P, 2); step_metrics: what happened in the step that led here;
-    signals: the traffic lights over the lanes in view.
+    signals: the traffic lights over the lanes in view; crosswalks: the crosswalks in view, with
+    ``occupied_crosswalks`` the ids of those a pedestrian is on.
     """
 
     step: int
@@ -49,6 +50,8 @@ class Observation:
     end_reason: EndReason
     km: float
     signals: SignalView = field(default_factory=SignalView.empty)
+    crosswalks: tuple[Crosswalk, ...] = ()
+    occupied_crosswalks: frozenset[int] = frozenset()
 
     @property
     def done(self) -> bool:
@@ -62,7 +65,8 @@ class Frame:
     new_tiles: tiles generated in this step, with their lanes in ``new_lanes``; removed_lane_ids: lanes
     retired this step; ego_plan: (T, 3) the ego's commanded trajectory (empty if none);
     policy_of: (C,) int8 per slot, 0 ego, 1 NPC policy, 2 log replay; signals: every traffic light of the
-    known world at this step.
+    known world at this step; crosswalks: every crosswalk of the known world, with ``occupied`` the ids of
+    those a pedestrian is crossing.
     """
 
     step: int
@@ -80,3 +84,5 @@ class Frame:
     npc_policy_ms: float
     end_reason: EndReason
     signals: SignalView = field(default_factory=SignalView.empty)
+    crosswalks: tuple[Crosswalk, ...] = ()
+    occupied_crosswalks: frozenset[int] = frozenset()

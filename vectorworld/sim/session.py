@@ -22,6 +22,7 @@ from vectorworld.scene import TILE_SIZE_M, Agents, AgentType, Lane, Tile
 from vectorworld.scoring import EpisodeScorer
 from vectorworld.signals import SignalBoard, SignalView, is_red, is_yellow
 from vectorworld.sim.config import SessionConfig
+from vectorworld.sim.crossings import Crossings
 from vectorworld.sim.metrics import EpisodeMetrics, MetricTracker, StepMetrics, StuckRemoval
 from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
@@ -77,9 +78,10 @@ class Session:
 
     # ----------------------------------------------------------------- lifecycle
     def _reset_state(self) -> None:
-        seeds = np.random.SeedSequence(self.config.seed).spawn(4)
-        self.world_rng, self.npc_rng, self.route_rng, self.spawn_rng = (np.random.Generator(
+        seeds = np.random.SeedSequence(self.config.seed).spawn(5)
+        self.world_rng, self.npc_rng, self.route_rng, self.spawn_rng, crossing_rng = (np.random.Generator(
             np.random.PCG64(s)) for s in seeds)
+        self.crossings = Crossings(crossing_rng)
         self.world = StreamingWorld(self.generator, self.world_rng, self.config.world)
         self.agents = Agents.empty(self.config.agent_capacity)
         self.routes = RouteBook()
@@ -196,6 +198,9 @@ class Session:
         # IDM NPCs is timed as NPC policy time; both decide from the same state, so the order is free.
         t_npc = time.perf_counter()
         xy, yaw, speed, valid = self.driver.move(before, inp, self.ego_slot, self.step_index, self.npc_rng)
+        walkers, xy_w, yaw_w, speed_w = self.crossings.move(before, self.world.crosswalks, self.world.graph,
+                                                             self.routes.routes, self.step_index * DT_S, DT_S)
+        xy[walkers], yaw[walkers], speed[walkers] = xy_w, yaw_w, speed_w
         npc_ms = (time.perf_counter() - t_npc) * 1e3
         if command is None:
             command = validate_command(self.planner.plan(inp), before.xy[self.ego_slot])
@@ -275,6 +280,8 @@ class Session:
             self._pending_tiles.append(generated.tile)
             self._pending_lanes.extend(self.world.graph[lane.id] for lane in generated.content.lanes)
             self._spawn(generated.content.agents)
+            if self.driver.manages_traffic and generated.crosswalks:
+                self._spawn_walkers(generated.crosswalks)
         if new:
             self.routes.extend(self.world.graph, self.route_rng, self.ego_id, dead_ends=self.world.dead_ends)
             graph = self.world.graph
@@ -294,6 +301,18 @@ class Session:
                               graph=self.world.graph, routes=self.routes.routes, ego_slot=self.ego_slot,
                               step=self.step_index, signals=self.signals())
             self.agents = slow_for_lights(self.agents, slots, self.right_of_way.red_ahead_m(inp, slots))
+
+    def _spawn_walkers(self, crosswalks) -> None:  # noqa: ANN001 - tuple[Crosswalk, ...]
+        """Pedestrians waiting at the kerbs of new crosswalks (:mod:`vectorworld.sim.crossings`)."""
+        spawns, walkers = self.crossings.spawns(crosswalks, self.step_index * DT_S)
+        ego_xy = self.agents.xy[self.ego_slot]
+        for k, walker in enumerate(walkers):
+            one = np.zeros(len(walkers), bool)
+            one[k] = True
+            self.agents, placed = place_spawns(self.agents, spawns.select(one), ego_xy, self.spawns)
+            for agent_id, _ in placed:
+                walker.agent_id = agent_id
+                self.crossings.add(walker)
 
     def _retire(self) -> None:
         ego_xy = self.agents.xy[self.ego_slot]
@@ -320,6 +339,7 @@ class Session:
         slots = np.nonzero(gone)[0]
         for slot in slots:
             self.routes.drop(int(self.agents.id[slot]))
+        self.crossings.forget(self.agents.id[slots].tolist())
         self.agents = dataclasses.replace(self.agents, valid=self.agents.valid & ~gone,
                                           id=np.where(gone, -1, self.agents.id))
         self.tracker.reset_slots(slots)
@@ -345,7 +365,7 @@ class Session:
         """(C,) NPCs in traffic (on a route; parked cars never count) that have not made
         ``STUCK_PROGRESS_M`` of progress (crawling in a jam counts) for ``STUCK_TIMEOUT_S``: they are
         removed (as SUMO teleports jammed vehicles), so a local jam never blocks an episode forever. Time spent
-        waiting at a red or yellow light does not count."""
+        waiting at a red or yellow light, or for a pedestrian on a crosswalk, does not count."""
         a = self.agents
         routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
         in_traffic = np.isin(a.id, routed) & a.valid  # not parked cars
@@ -353,7 +373,8 @@ class Session:
         self._stuck_at = np.where(progressed[:, None], a.xy, self._stuck_at)
         # The clock pauses (not resets) while an agent waits for a light: a car that does not move on green
         # still leaves after STUCK_TIMEOUT_S of green time.
-        self._stopped_s = np.where(progressed, 0.0, self._stopped_s + np.where(self._waiting_for_light(), 0.0, DT_S))
+        waiting = self._waiting_for_light() | self._held_by_pedestrians()
+        self._stopped_s = np.where(progressed, 0.0, self._stopped_s + np.where(waiting, 0.0, DT_S))
         stuck = self._stopped_s > STUCK_TIMEOUT_S
         removals = self._count_causes(stuck & self.agents.valid)
         self.stuck_removed += len(removals)
@@ -397,6 +418,13 @@ class Session:
             out[slot] = any(lane in stopped for lane in route[1:3])
         return out
 
+    def _held_by_pedestrians(self) -> np.ndarray:
+        """(C,) agents the step's right of way holds for a pedestrian on a crosswalk (no jam either)."""
+        decision = self.right_of_way.last
+        if decision is None or not decision.by_crossing:
+            return np.zeros(self.agents.capacity, bool)
+        return self.agents.valid & np.isin(self.agents.id, list(decision.by_crossing))
+
     def _at_world_edge(self) -> np.ndarray:
         """(C,) NPCs that reached the open end of their route (the world is not generated beyond it
         because the ego is not heading there): they leave the world instead of blocking the road."""
@@ -430,7 +458,8 @@ class Session:
         the step's right-of-way decision (taken once per step, whoever asks first)."""
         inp = PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
                           routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
-                          dt_s=DT_S, motion_codes=self.spawns.motion_codes, signals=self.signals())
+                          dt_s=DT_S, motion_codes=self.spawns.motion_codes, signals=self.signals(),
+                          crossing_blocked=self.crossings.blocked(self.world.crosswalks))
         return dataclasses.replace(inp, right_of_way=self.right_of_way.decide(inp))
 
     def observe(self, radius_m: float | None = None) -> Observation:
@@ -451,7 +480,10 @@ class Session:
                            truncated=self.end_reason in (EndReason.MAX_STEPS, EndReason.LOG_ENDED,
                                                          EndReason.NO_ROAD),
                            end_reason=self.end_reason, km=self.metrics.distance_m / 1000.0,
-                           signals=self.signals().subset(lane.id for lane in lanes))
+                           signals=self.signals().subset(lane.id for lane in lanes),
+                           crosswalks=tuple(w for w in self.world.crosswalks.values()
+                                            if np.linalg.norm(w.walk.mean(0) - ego_xy) <= radius),
+                           occupied_crosswalks=self.crossings.occupied(self.world.crosswalks))
 
     def frame(self) -> Frame:
         """The full world state of the current step (for recordings and the debugger)."""
@@ -463,7 +495,9 @@ class Session:
                      removed_lane_ids=tuple(self._removed_lanes), ego_plan=self.ego_plan,
                      step_metrics=self._last_step_metrics, km=self.metrics.distance_m / 1000.0,
                      tile_ms=self._tile_ms_step, npc_policy_ms=self._npc_ms_step,
-                     end_reason=self.end_reason, signals=self.signals())
+                     end_reason=self.end_reason, signals=self.signals(),
+                     crosswalks=tuple(self.world.crosswalks.values()),
+                     occupied_crosswalks=self.crossings.occupied(self.world.crosswalks))
 
     def report(self) -> dict:
         """The per-episode report: DESIGN.md section 7 metrics plus bookkeeping."""

@@ -169,6 +169,22 @@ class TrafficLight(_message.Message):
     rule_state: SignalState
     def __init__(self, lane_id: _Optional[int] = ..., state: _Optional[_Union[SignalState, str]] = ..., stop_x_m: _Optional[float] = ..., stop_y_m: _Optional[float] = ..., stop_yaw_rad: _Optional[float] = ..., width_m: _Optional[float] = ..., rule_state: _Optional[_Union[SignalState, str]] = ...) -> None: ...
 
+class Crosswalk(_message.Message):
+    __slots__ = ("id", "walk", "half_width_m", "conflict_lane_ids", "through_lane_ids", "occupied")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    WALK_FIELD_NUMBER: _ClassVar[int]
+    HALF_WIDTH_M_FIELD_NUMBER: _ClassVar[int]
+    CONFLICT_LANE_IDS_FIELD_NUMBER: _ClassVar[int]
+    THROUGH_LANE_IDS_FIELD_NUMBER: _ClassVar[int]
+    OCCUPIED_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    walk: Polyline
+    half_width_m: float
+    conflict_lane_ids: _containers.RepeatedScalarFieldContainer[int]
+    through_lane_ids: _containers.RepeatedScalarFieldContainer[int]
+    occupied: bool
+    def __init__(self, id: _Optional[int] = ..., walk: _Optional[_Union[Polyline, _Mapping]] = ..., half_width_m: _Optional[float] = ..., conflict_lane_ids: _Optional[_Iterable[int]] = ..., through_lane_ids: _Optional[_Iterable[int]] = ..., occupied: _Optional[bool] = ...) -> None: ...
+
 class Agent(_message.Message):
     __slots__ = ("id", "agent_type", "pose", "speed_mps", "length_m", "width_m", "history_x_m", "history_y_m", "history_yaw_rad", "history_speed_mps", "history_valid", "slot", "controller")
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -286,7 +302,7 @@ class StepMetrics(_message.Message):
     def __init__(self, ego_collided_ids: _Optional[_Iterable[int]] = ..., ego_offroad: _Optional[bool] = ..., npc_collision_events: _Optional[int] = ..., npc_offroad_events: _Optional[int] = ..., npc_infeasible_steps: _Optional[int] = ..., npc_vehicle_steps: _Optional[int] = ..., ego_comfortable: _Optional[bool] = ..., ego_distance_m: _Optional[float] = ..., score_events: _Optional[_Iterable[str]] = ..., ego_red_light: _Optional[bool] = ..., ego_stopped: _Optional[bool] = ..., stuck_removals: _Optional[_Iterable[_Union[StuckRemoval, _Mapping]]] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table", "history_delivery", "history_base_step", "traffic_lights")
+    __slots__ = ("step", "sim_time_us", "agents", "ego_index", "lanes", "route_lane_ids", "route_polyline", "step_metrics", "terminated", "truncated", "end_reason", "km", "lane_delivery", "lane_ids", "lane_base_step", "agent_table", "history_delivery", "history_base_step", "traffic_lights", "crosswalks")
     STEP_FIELD_NUMBER: _ClassVar[int]
     SIM_TIME_US_FIELD_NUMBER: _ClassVar[int]
     AGENTS_FIELD_NUMBER: _ClassVar[int]
@@ -306,6 +322,7 @@ class Observation(_message.Message):
     HISTORY_DELIVERY_FIELD_NUMBER: _ClassVar[int]
     HISTORY_BASE_STEP_FIELD_NUMBER: _ClassVar[int]
     TRAFFIC_LIGHTS_FIELD_NUMBER: _ClassVar[int]
+    CROSSWALKS_FIELD_NUMBER: _ClassVar[int]
     step: int
     sim_time_us: int
     agents: _containers.RepeatedCompositeFieldContainer[Agent]
@@ -325,7 +342,8 @@ class Observation(_message.Message):
     history_delivery: HistoryDelivery
     history_base_step: int
     traffic_lights: _containers.RepeatedCompositeFieldContainer[TrafficLight]
-    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_index: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., route_lane_ids: _Optional[_Iterable[int]] = ..., route_polyline: _Optional[_Union[Polyline, _Mapping]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., terminated: _Optional[bool] = ..., truncated: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., km: _Optional[float] = ..., lane_delivery: _Optional[_Union[LaneDelivery, str]] = ..., lane_ids: _Optional[_Iterable[int]] = ..., lane_base_step: _Optional[int] = ..., agent_table: _Optional[_Union[AgentTable, _Mapping]] = ..., history_delivery: _Optional[_Union[HistoryDelivery, str]] = ..., history_base_step: _Optional[int] = ..., traffic_lights: _Optional[_Iterable[_Union[TrafficLight, _Mapping]]] = ...) -> None: ...
+    crosswalks: _containers.RepeatedCompositeFieldContainer[Crosswalk]
+    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_index: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., route_lane_ids: _Optional[_Iterable[int]] = ..., route_polyline: _Optional[_Union[Polyline, _Mapping]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., terminated: _Optional[bool] = ..., truncated: _Optional[bool] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., km: _Optional[float] = ..., lane_delivery: _Optional[_Union[LaneDelivery, str]] = ..., lane_ids: _Optional[_Iterable[int]] = ..., lane_base_step: _Optional[int] = ..., agent_table: _Optional[_Union[AgentTable, _Mapping]] = ..., history_delivery: _Optional[_Union[HistoryDelivery, str]] = ..., history_base_step: _Optional[int] = ..., traffic_lights: _Optional[_Iterable[_Union[TrafficLight, _Mapping]]] = ..., crosswalks: _Optional[_Iterable[_Union[Crosswalk, _Mapping]]] = ...) -> None: ...
 
 class FrameTimings(_message.Message):
     __slots__ = ("tile_ms", "npc_policy_ms", "new_tile_latency_ms")
@@ -338,7 +356,7 @@ class FrameTimings(_message.Message):
     def __init__(self, tile_ms: _Optional[float] = ..., npc_policy_ms: _Optional[float] = ..., new_tile_latency_ms: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Frame(_message.Message):
-    __slots__ = ("step", "sim_time_us", "capacity", "agents", "ego_slot", "new_tiles", "new_lanes", "removed_lane_ids", "ego_plan", "step_metrics", "km", "end_reason", "timings", "traffic_lights")
+    __slots__ = ("step", "sim_time_us", "capacity", "agents", "ego_slot", "new_tiles", "new_lanes", "removed_lane_ids", "ego_plan", "step_metrics", "km", "end_reason", "timings", "traffic_lights", "crosswalks")
     STEP_FIELD_NUMBER: _ClassVar[int]
     SIM_TIME_US_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
@@ -353,6 +371,7 @@ class Frame(_message.Message):
     END_REASON_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
     TRAFFIC_LIGHTS_FIELD_NUMBER: _ClassVar[int]
+    CROSSWALKS_FIELD_NUMBER: _ClassVar[int]
     step: int
     sim_time_us: int
     capacity: int
@@ -367,7 +386,8 @@ class Frame(_message.Message):
     end_reason: EndReason
     timings: FrameTimings
     traffic_lights: _containers.RepeatedCompositeFieldContainer[TrafficLight]
-    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., capacity: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_slot: _Optional[int] = ..., new_tiles: _Optional[_Iterable[_Union[Tile, _Mapping]]] = ..., new_lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., removed_lane_ids: _Optional[_Iterable[int]] = ..., ego_plan: _Optional[_Iterable[_Union[Pose, _Mapping]]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., km: _Optional[float] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., timings: _Optional[_Union[FrameTimings, _Mapping]] = ..., traffic_lights: _Optional[_Iterable[_Union[TrafficLight, _Mapping]]] = ...) -> None: ...
+    crosswalks: _containers.RepeatedCompositeFieldContainer[Crosswalk]
+    def __init__(self, step: _Optional[int] = ..., sim_time_us: _Optional[int] = ..., capacity: _Optional[int] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., ego_slot: _Optional[int] = ..., new_tiles: _Optional[_Iterable[_Union[Tile, _Mapping]]] = ..., new_lanes: _Optional[_Iterable[_Union[Lane, _Mapping]]] = ..., removed_lane_ids: _Optional[_Iterable[int]] = ..., ego_plan: _Optional[_Iterable[_Union[Pose, _Mapping]]] = ..., step_metrics: _Optional[_Union[StepMetrics, _Mapping]] = ..., km: _Optional[float] = ..., end_reason: _Optional[_Union[EndReason, str]] = ..., timings: _Optional[_Union[FrameTimings, _Mapping]] = ..., traffic_lights: _Optional[_Iterable[_Union[TrafficLight, _Mapping]]] = ..., crosswalks: _Optional[_Iterable[_Union[Crosswalk, _Mapping]]] = ...) -> None: ...
 
 class EpisodeReport(_message.Message):
     __slots__ = ("seed", "km", "steps", "completed", "end_reason", "ego_collisions", "ego_offroad_rate", "npc_collisions_per_km", "npc_offroad_per_km", "kinematic_infeasibility_rate", "ego_comfort_rate", "sim_s", "wall_s", "rtf", "tile_ms_p50", "tile_ms_p95", "npc_policy_ms", "tiles", "fallback_tiles", "extra_json", "cls", "driving_score", "route_completion", "at_fault_collisions", "infractions_per_km", "red_light_infractions", "ego_stopped_rate")

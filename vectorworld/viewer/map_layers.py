@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pygame
 
+from vectorworld.scene import Crosswalk
 from vectorworld.signals import SignalView
 from vectorworld.viewer import style
 from vectorworld.viewer.camera import Camera
@@ -108,6 +109,27 @@ def draw_signals(surface: pygame.Surface, camera: Camera, signals: SignalView) -
     width = max(style.SIGNAL_LINE_PX, int(round(0.6 * camera.scale_px_per_m)))
     for (a, b), state in zip(screen, signals.states.tolist(), strict=True):
         pygame.draw.line(surface, style.signal_color(state), a.tolist(), b.tolist(), width)
+
+
+def zebra_bars(walk: Crosswalk, spacing_m: float = 1.0) -> np.ndarray:
+    """(B, 4, 2) m, global frame: the painted bars of a crosswalk, 0.5 m wide, every ``spacing_m`` across it."""
+    start, end = walk.walk[0], walk.walk[-1]
+    length = float(np.linalg.norm(end - start))
+    along = (end - start) / max(length, 1e-9)
+    side = np.array([-along[1], along[0]]) * walk.half_width_m
+    centres = start + np.arange(0.5, length, spacing_m)[:, None] * along
+    half_bar = along * 0.25
+    return np.stack([centres - half_bar - side, centres + half_bar - side, centres + half_bar + side,
+                     centres - half_bar + side], 1)
+
+
+def draw_crosswalks(surface: pygame.Surface, camera: Camera, crosswalks: tuple[Crosswalk, ...],
+                    occupied: frozenset[int]) -> None:
+    """Crosswalks as zebra bars; one a pedestrian is crossing is drawn brighter."""
+    for walk in crosswalks:
+        color = style.CROSSWALK_OCCUPIED if walk.id in occupied else style.CROSSWALK
+        for bar in np.round(camera.to_screen(zebra_bars(walk))).astype(int):
+            pygame.draw.polygon(surface, color, bar.tolist())
 
 
 def draw_route(surface: pygame.Surface, camera: Camera, route: np.ndarray) -> None:

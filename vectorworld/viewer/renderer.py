@@ -61,6 +61,7 @@ class Renderer:
         self._derived(state, options.lane_edges)
         self._base.blit(surface, camera, (id(store), state.version, options.drivable),
                         lambda surf, cam: self._draw_base(surf, cam, store, state, options))
+        map_layers.draw_crosswalks(surface, camera, frame.crosswalks, frame.occupied_crosswalks)
         if options.route:
             map_layers.draw_route(surface, camera, store.route_at(index))
         self._lines.blit(surface, camera, (id(store), state.version, options.tiles, options.lanes,

@@ -18,7 +18,7 @@ import numpy as np
 
 from vectorworld.errors import CommandError, ConfigError, DataFormatError
 from vectorworld.files import json_default
-from vectorworld.scene import Agents
+from vectorworld.scene import Agents, Crosswalk
 from vectorworld.signals import SignalView
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.metrics import StepMetrics, StuckRemoval
@@ -118,6 +118,30 @@ def signals_from_proto(lights: Any) -> SignalView:  # noqa: ANN401 - repeated Tr
                       np.array([r.width_m for r in rows], np.float64), np.array([r.rule_state for r in rows], np.int8))
 
 
+def crosswalks_to_proto(crosswalks: tuple[Crosswalk, ...], occupied: frozenset[int], out: Any) -> None:  # noqa: ANN401
+    """Append one Crosswalk message per crosswalk to the repeated field ``out``, in id order."""
+    for walk in sorted(crosswalks, key=lambda w: w.id):
+        msg = out.add(id=walk.id, half_width_m=walk.half_width_m, occupied=walk.id in occupied)
+        msg.walk.x_m.extend(walk.walk[:, 0].tolist())
+        msg.walk.y_m.extend(walk.walk[:, 1].tolist())
+        msg.conflict_lane_ids.extend(walk.conflicts)
+        msg.through_lane_ids.extend(walk.through)
+
+
+def crosswalks_from_proto(msgs: Any) -> tuple[tuple[Crosswalk, ...], frozenset[int]]:  # noqa: ANN401
+    """The crosswalks of a repeated Crosswalk field and the ids of the occupied ones; raises ConfigError
+    naming ``crosswalks.walk`` for a walk with fewer than two points."""
+    walks = []
+    for msg in msgs:
+        points = polyline_from_proto(msg.walk, "crosswalks.walk")
+        if len(points) < 2:
+            raise ConfigError(f"crosswalks.walk of crosswalk {msg.id} has {len(points)} points; needs at least 2",
+                              field="crosswalks.walk")
+        walks.append(Crosswalk(msg.id, points, msg.half_width_m, tuple(msg.conflict_lane_ids),
+                               tuple(msg.through_lane_ids)))
+    return tuple(walks), frozenset(msg.id for msg in msgs if msg.occupied)
+
+
 _REPORT_FIELDS = {f.name for f in world_pb2.EpisodeReport.DESCRIPTOR.fields} - {"extra_json", "end_reason"}
 
 
@@ -188,6 +212,7 @@ def observation_to_proto(obs: Observation, out: world_pb2.Observation | None = N
     msg.terminated, msg.truncated = bool(obs.terminated), bool(obs.truncated)
     msg.end_reason, msg.km = end_reason_to_proto(obs.end_reason), float(obs.km)
     signals_to_proto(obs.signals, msg.traffic_lights)
+    crosswalks_to_proto(obs.crosswalks, obs.occupied_crosswalks, msg.crosswalks)
     return msg
 
 
@@ -211,12 +236,14 @@ def observation_from_proto(msg: world_pb2.Observation, lane_cache: LaneDecodeCac
                               f"session's AgentHistoryCache")
     else:
         agents = agents_from_table(msg.agent_table) if msg.HasField("agent_table") else agents_from_proto(msg.agents)
+    crosswalks, occupied = crosswalks_from_proto(msg.crosswalks)
     return Observation(step=msg.step, sim_time_us=msg.sim_time_us, agents=agents,
                        ego_slot=msg.ego_index, lanes=lanes, route_lane_ids=tuple(msg.route_lane_ids),
                        route_polyline=polyline_from_proto(msg.route_polyline, "route_polyline"),
                        step_metrics=step_metrics_from_proto(msg.step_metrics), terminated=msg.terminated,
                        truncated=msg.truncated, end_reason=end_reason_from_proto(msg.end_reason), km=msg.km,
-                       signals=signals_from_proto(msg.traffic_lights))
+                       signals=signals_from_proto(msg.traffic_lights), crosswalks=crosswalks,
+                       occupied_crosswalks=occupied)
 
 
 def frame_to_proto(frame: Frame, include_timings: bool = True, include_history: bool = False,
@@ -238,6 +265,7 @@ def frame_to_proto(frame: Frame, include_timings: bool = True, include_history: 
         msg.timings.tile_ms, msg.timings.npc_policy_ms = float(frame.tile_ms), float(frame.npc_policy_ms)
         msg.timings.new_tile_latency_ms.extend(float(t.latency_ms) for t in frame.new_tiles)
     signals_to_proto(frame.signals, msg.traffic_lights)
+    crosswalks_to_proto(frame.crosswalks, frame.occupied_crosswalks, msg.crosswalks)
     return msg
 
 
@@ -246,6 +274,7 @@ def frame_from_proto(msg: world_pb2.Frame) -> Frame:
     latencies = list(msg.timings.new_tile_latency_ms) if msg.HasField("timings") else []
     latencies = (latencies + [0.0] * len(msg.new_tiles))[:len(msg.new_tiles)]
     plan = np.array([(p.x_m, p.y_m, p.yaw_rad) for p in msg.ego_plan], np.float64).reshape(-1, 3)
+    crosswalks, occupied = crosswalks_from_proto(msg.crosswalks)
     return Frame(step=msg.step, sim_time_us=msg.sim_time_us,
                  agents=agents_from_proto(msg.agents, capacity=msg.capacity), ego_slot=msg.ego_slot,
                  policy_of=policy_of_from_proto(msg.agents, msg.capacity),
@@ -254,7 +283,8 @@ def frame_from_proto(msg: world_pb2.Frame) -> Frame:
                  removed_lane_ids=tuple(msg.removed_lane_ids), ego_plan=plan,
                  step_metrics=step_metrics_from_proto(msg.step_metrics), km=msg.km,
                  tile_ms=msg.timings.tile_ms, npc_policy_ms=msg.timings.npc_policy_ms,
-                 end_reason=end_reason_from_proto(msg.end_reason), signals=signals_from_proto(msg.traffic_lights))
+                 end_reason=end_reason_from_proto(msg.end_reason), signals=signals_from_proto(msg.traffic_lights),
+                 crosswalks=crosswalks, occupied_crosswalks=occupied)
 
 
 # --------------------------------------------------------------------------- commands

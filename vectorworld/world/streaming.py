@@ -25,7 +25,7 @@ from vectorworld.generation.base import (
     TileGenerator,
     TileRequest,
 )
-from vectorworld.scene import TILE_SIZE_M, Lane, LaneGraph, LaneType, Tile
+from vectorworld.scene import TILE_SIZE_M, Crosswalk, Lane, LaneGraph, LaneType, Tile
 from vectorworld.world.drivable import DrivableGrid
 from vectorworld.world.ports import PortBook, any_within, open_ports, tile_ports
 
@@ -52,6 +52,8 @@ class GeneratedTile:
 
     tile: Tile
     content: TileContent
+    crosswalks: tuple[Crosswalk, ...] = ()
+    """The tile's crosswalks as the world numbered them."""
 
 
 class StreamingWorld:
@@ -69,6 +71,8 @@ class StreamingWorld:
         self.tile_ids = IdAllocator()
         self.fallback_tiles = 0
         self.ports = PortBook()
+        self.crosswalks: dict[int, Crosswalk] = {}
+        self.crosswalk_ids = IdAllocator()
 
     # ----------------------------------------------------------------- building
     def start(self, center_xy: np.ndarray | None = None, yaw: float = 0.0) -> GeneratedTile:
@@ -139,6 +143,8 @@ class StreamingWorld:
         removed: list[int] = []
         for tile in far:
             del self.tiles[tile.id]
+            for walk_id in [k for k, walk in self.crosswalks.items() if walk.tile_id == tile.id]:
+                del self.crosswalks[walk_id]
             gone = [i for i in tile.lane_ids if i in self.graph]
             # Lanes that lose their continuation become open ports again, with fresh attempts: a port whose
             # earlier attempts were used up (the straight extension among them) would otherwise be written
@@ -255,7 +261,9 @@ class StreamingWorld:
                     lane_ids=tuple(new_ids), latency_ms=latency_ms, fallback=straight)
         self.fallback_tiles += int(content.used_fallback)
         self.tiles[tile_id] = tile
-        return GeneratedTile(tile, content)
+        walks = tuple(dataclasses.replace(walk, id=self.crosswalk_ids(), tile_id=tile_id) for walk in content.crosswalks)
+        self.crosswalks.update((walk.id, walk) for walk in walks)
+        return GeneratedTile(tile, content, walks)
 
     def _unconnected_crossings(self, new_ids: Sequence[int]) -> list[tuple[Lane, Lane]]:
         """Pairs of unrelated lanes (at least one of them new) whose centrelines cross, or pass closer than

@@ -7,7 +7,8 @@ direction around a one-lane median, faster) or a residential street (one lane ea
 are continuous; a residential line along v may miss a block (a T-junction on both ends). Where a line
 along v meets a line along u there is a right-angle junction: straight connectors lane to lane, a right
 turn from the curb lane, a left turn from the inner lane or, on arterials, from a left-turn pocket that
-opens into the median 45 m before the junction. Connectors exist only inside junctions.
+opens into the median 45 m before the junction. Connectors exist only inside junctions. Every arm of a
+junction has a crosswalk between its stop line and the junction box, kerb to kerb.
 
 Everything is a pure function of (seed, indices), drawn from per-key generators, so any two tiles agree on
 every lane they share, whatever order they are generated in. Lanes are cut into pieces at per-segment
@@ -27,6 +28,8 @@ from vectorworld.scene import LaneType
 
 Key = tuple
 ARMS = ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0))
+CROSSWALK_KERB_M = 1.5
+"""A crosswalk's walk starts and ends this far (m) beyond the outer lane edges of the road it crosses."""
 """Arm directions E, N, W, S (plan frame); arm a's left is (a + 1) % 4."""
 
 
@@ -66,6 +69,19 @@ class RoadClass:
     width_m: float
     median_m: float
     speed_mps: float
+
+
+@dataclass(frozen=True)
+class PlanCrosswalk:
+    """A crosswalk over one arm: walk (2, 2) m plan frame kerb to kerb, half its width (m) along the road, the
+    connectors crossing it (entering from this arm or leaving into it) and the straight connectors along the
+    crossed road, or at the stem of a T the connectors entering from it (their lights, if any, tell
+    pedestrians when to walk)."""
+
+    walk: np.ndarray
+    half_width_m: float
+    conflicts: tuple[Key, ...]
+    through: tuple[Key, ...]
 
 
 @dataclass
@@ -233,6 +249,27 @@ class CityPlan:
                                     LaneType.CONNECTOR)
                     lane.successors.append(self.first_piece_key(i, j, b, k_out))
                     out.append(lane)
+        return tuple(out)
+
+    def crosswalks(self, i: int, j: int) -> tuple[PlanCrosswalk, ...]:
+        """The crosswalks of junction (i, j), one per arm, in the strip between its stop line and its box."""
+        c, arms, connectors = self.node_xy(i, j), self.arms(i, j), self.junction(i, j)
+        out = []
+        for a in range(4):
+            if not arms[a]:
+                continue
+            road = self.arm_road(i, j, a)
+            out_dir = np.array(ARMS[a])
+            left = np.array([-out_dir[1], out_dir[0]])
+            half = road.lanes * road.width_m + road.median_m / 2.0 + CROSSWALK_KERB_M
+            mid = c + out_dir * (self.arm_edge(i, j, a) + self.config.stop_back_m / 2.0)
+            conflicts = tuple(lane.key for lane in connectors if a in (lane.key[3], lane.key[5]))
+            through = tuple(lane.key for lane in connectors
+                            if lane.key[3] in (a, (a + 2) % 4) and lane.key[5] == (lane.key[3] + 2) % 4)
+            if not through:  # the stem of a T: its own entries are the movements along the crossed road
+                through = tuple(lane.key for lane in connectors if lane.key[3] == a)
+            out.append(PlanCrosswalk(np.stack([mid - half * left, mid + half * left]),
+                                     self.config.stop_back_m / 2.0 - 0.5, conflicts, through))
         return tuple(out)
 
     def _cuts(self, i: int, j: int, arm: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from vectorworld import geometry
 from vectorworld.generation.base import TileFrame
 from vectorworld.generation.procedural.city_plan import CityPlan, Key, PlanLane
 from vectorworld.generation.procedural.city_signals import CitySignals
-from vectorworld.scene import Lane, LaneGraph
+from vectorworld.scene import Crosswalk, Lane, LaneGraph
 
 MATCH_DECIMALS = 3
 SAMPLE_M = 1.0
@@ -130,10 +130,10 @@ def known_by_ends(graph: LaneGraph, center_xy: np.ndarray, radius_m: float) -> d
 
 
 def cut_tile(region: CityRegion, frame: TileFrame, graph: LaneGraph, lane_ids,  # noqa: ANN001
-             signals: CitySignals | None = None) -> tuple[tuple[Lane, ...], tuple[tuple[int, int], ...], int, int]:
-    """The new lanes (with edges among themselves), links to known lanes, and how many junctions and
-    left-turn pockets they hold. lane_ids: the request's IdAllocator; signals: the lights of the plan (the
-    connectors of signalised junctions carry theirs)."""
+             signals: CitySignals | None = None) -> CutTile:
+    """The new lanes (with edges among themselves), links to known lanes, the crosswalks of the new junctions,
+    and how many junctions and left-turn pockets they hold. lane_ids: the request's IdAllocator; signals: the
+    lights of the plan (the connectors of signalised junctions carry theirs)."""
     known = known_by_ends(graph, frame.center_xy, frame.size_m * 2.5)
 
     def known_id(key: Key) -> int | None:
@@ -170,5 +170,32 @@ def cut_tile(region: CityRegion, frame: TileFrame, graph: LaneGraph, lane_ids,  
                           lane_type=plan_lane.lane_type, successors=tuple(succ[i]), predecessors=tuple(pred[i]),
                           left_neighbors=tuple(left[i]), right_neighbors=tuple(right[i]),
                           signal=None if signals is None else signals.lane_signal(key)))
-    junctions = len({k[1:3] for k in keys if k[0] == "conn"})
-    return tuple(lanes), tuple(links), junctions, sum(k[0] == "pocket" for k in keys)
+    nodes = sorted({k[1:3] for k in keys if k[0] == "conn"})
+    crosswalks = tuple(walk for node in nodes for walk in _crosswalks(region, node, ids, lanes))
+    return CutTile(tuple(lanes), tuple(links), crosswalks, len(nodes), sum(k[0] == "pocket" for k in keys))
+
+
+def _crosswalks(region: CityRegion, node: tuple[int, int], ids: dict[Key, int], lanes: list[Lane]
+                ) -> list[Crosswalk]:
+    """The crosswalks of a junction cut whole into this tile, in the global frame (through movements only
+    where they carry lights)."""
+    signalised = {lane.id for lane in lanes if lane.signal is not None}
+    out = []
+    for plan_walk in region.plan.crosswalks(*node):
+        if not all(k in ids for k in plan_walk.conflicts):
+            continue  # the junction came with an earlier tile (or another generator's lanes)
+        walk = geometry.to_global(plan_walk.walk, region.anchor.origin, region.anchor.yaw)
+        out.append(Crosswalk(-1, walk, plan_walk.half_width_m, tuple(ids[k] for k in plan_walk.conflicts),
+                             tuple(ids[k] for k in plan_walk.through if ids[k] in signalised)))
+    return out
+
+
+@dataclass(frozen=True)
+class CutTile:
+    """What :func:`cut_tile` cuts: new lanes, links to known lanes, crosswalks, junction and pocket counts."""
+
+    lanes: tuple[Lane, ...]
+    links: tuple[tuple[int, int], ...]
+    crosswalks: tuple[Crosswalk, ...]
+    junctions: int
+    pockets: int

@@ -92,14 +92,13 @@ class ProceduralGenerator(TileGenerator):
         region = CityRegion(*self._city, frame)
         if not all(region.on_plan(p.xy, p.is_out) for p in request.ports):
             return None
-        lanes, links, junctions, pockets = cut_tile(region, frame, request.graph, request.lane_ids,
-                                                    self._signals)
-        report = GrowthReport(roads=len(lanes), junctions=junctions, tapers=pockets)
-        if request.spawn_agents and lanes:
-            agents = spawn_agents(lanes, request, first_tile=not request.ports, config=self.config.city_spawn)
+        cut = cut_tile(region, frame, request.graph, request.lane_ids, self._signals)
+        report = GrowthReport(roads=len(cut.lanes), junctions=cut.junctions, tapers=cut.pockets)
+        if request.spawn_agents and cut.lanes:
+            agents = spawn_agents(cut.lanes, request, first_tile=not request.ports, config=self.config.city_spawn)
         else:
             agents = AgentSpawns.none()
-        return TileContent(lanes, links, agents), report
+        return TileContent(cut.lanes, cut.links, agents, crosswalks=cut.crosswalks), report
 
     def generate(self, request: TileRequest) -> TileContent:
         return self.generate_with_report(request)[0]
