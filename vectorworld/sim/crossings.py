@@ -34,6 +34,9 @@ CLEAR_AHEAD_S = 2.0
 CORNER_M = 8.0
 """A crosswalk whose start lies within this distance (m) of where a walk ended continues it."""
 VEHICLE_BRAKE_MPS2 = 3.0
+VEHICLE_REACH_M = 80.0
+"""Vehicles farther than this (m) from a crosswalk, plus their stopping distance, are no threat to it (no
+junction connector is that long)."""
 PEDESTRIAN_SIZE_M = 0.6
 KEEP_RIGHT_M = 0.5
 PERSONAL_SPACE_M = 0.3
@@ -176,7 +179,11 @@ def _vehicle_in_the_way(walk: Crosswalk, agents: Agents, graph: LaneGraph, route
     """A vehicle is on a connector crossing the strip, committed to one, or touching the strip."""
     conflicts = set(walk.conflicts)
     moving_kinds = agents.valid & (agents.agent_type != AgentType.PEDESTRIAN)
-    for slot in np.nonzero(moving_kinds)[0].tolist():
+    centre = walk.walk.mean(0)
+    # Connectors are short: a vehicle on one, or before one and unable to stop, is within this reach.
+    reach = walk.length_m / 2.0 + VEHICLE_REACH_M + agents.speed ** 2 / (2.0 * VEHICLE_BRAKE_MPS2)
+    close = moving_kinds & (np.linalg.norm(agents.xy - centre, axis=-1) < reach)
+    for slot in np.nonzero(close)[0].tolist():
         route = routes.get(int(agents.id[slot]), ())
         if route and route[0] in conflicts:
             return True
@@ -185,7 +192,7 @@ def _vehicle_in_the_way(walk: Crosswalk, agents: Agents, graph: LaneGraph, route
             to_start = float(np.linalg.norm(agents.xy[slot] - graph[route[1]].points[0])) - agents.length[slot] / 2.0
             if speed * speed / (2.0 * VEHICLE_BRAKE_MPS2) > to_start - 1.0:
                 return True
-    near = moving_kinds & (np.linalg.norm(agents.xy - walk.walk.mean(0), axis=-1) < walk.length_m / 2.0 + 8.0)
+    near = moving_kinds & (np.linalg.norm(agents.xy - centre, axis=-1) < walk.length_m / 2.0 + 8.0)
     if not near.any():
         return False
     reach = walk.half_width_m + 0.5 * np.hypot(agents.length[near], agents.width[near])
