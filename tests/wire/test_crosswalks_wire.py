@@ -13,8 +13,13 @@ from vectorworld.scene import Crosswalk
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.session import Session
 from vectorworld.v1 import world_pb2
-from vectorworld.wire.codec import crosswalks_from_proto, frame_from_proto, frame_to_proto, observation_from_proto, \
-    observation_to_proto
+from vectorworld.wire.codec import (
+    crosswalks_from_proto,
+    frame_from_proto,
+    frame_to_proto,
+    observation_from_proto,
+    observation_to_proto,
+)
 
 WALKS = (Crosswalk(5, np.array([[1.25, -7.5], [1.25, 7.5]]), 1.5, (10, 11, 12), (10,)),
          Crosswalk(2, np.array([[-3.0, 9.0], [8.0, 9.0]]), 1.0, (13,)))

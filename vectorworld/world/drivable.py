@@ -139,7 +139,7 @@ def _disc_dilation(base: np.ndarray, half: np.ndarray) -> np.ndarray:
     j = np.arange(cols)
     out = np.zeros_like(grid)
     widened: dict[int, np.ndarray] = {}
-    for dx, w in zip(range(-reach, reach + 1), half.tolist()):
+    for dx, w in zip(range(-reach, reach + 1), half.tolist(), strict=True):
         if w < 0:
             continue
         if w not in widened:  # base cells within w columns of each cell

@@ -261,7 +261,8 @@ class StreamingWorld:
                     lane_ids=tuple(new_ids), latency_ms=latency_ms, fallback=straight)
         self.fallback_tiles += int(content.used_fallback)
         self.tiles[tile_id] = tile
-        walks = tuple(dataclasses.replace(walk, id=self.crosswalk_ids(), tile_id=tile_id) for walk in content.crosswalks)
+        walks = tuple(dataclasses.replace(walk, id=self.crosswalk_ids(), tile_id=tile_id)
+                      for walk in content.crosswalks)
         self.crosswalks.update((walk.id, walk) for walk in walks)
         return GeneratedTile(tile, content, walks)
 
