@@ -222,12 +222,16 @@ class SignalBoard:
         self._graph_id = 0
         self._static: SignalView = SignalView.empty()
         self._programs: list[tuple[SignalProgram, np.ndarray, np.ndarray]] = []
+        self._last: tuple[float, SignalView] | None = None
 
     def view(self, graph, t_s: float) -> SignalView:  # noqa: ANN001 - vectorworld.scene.LaneGraph
-        """Every light of ``graph`` at ``t_s``."""
+        """Every light of ``graph`` at ``t_s`` (the last view is kept: a step asks for it several times)."""
         if graph.version != self._version or id(graph) != self._graph_id:
             self._rebuild(graph.lanes.values())
             self._version, self._graph_id = graph.version, id(graph)
+            self._last = None
+        if self._last is not None and self._last[0] == t_s:
+            return self._last[1]
         static = self._static
         if not len(static):
             return static
@@ -236,7 +240,9 @@ class SignalBoard:
         for program, rows, groups in self._programs:
             states[rows] = program.states(groups, t_s)
             rule[rows] = program.rule_states(groups, t_s)
-        return SignalView(static.lane_ids, states, static.stop_xy, static.stop_yaw, static.width_m, rule)
+        view = SignalView(static.lane_ids, states, static.stop_xy, static.stop_yaw, static.width_m, rule)
+        self._last = (t_s, view)
+        return view
 
     def _rebuild(self, lanes: Iterable) -> None:  # noqa: ANN001 - Iterable[Lane]
         lit = sorted((lane for lane in lanes if lane.signal is not None), key=lambda lane: lane.id)

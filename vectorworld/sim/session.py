@@ -434,8 +434,9 @@ class Session:
         graph, a = self.world.graph, self.agents
         for slot in np.nonzero(a.valid)[0]:
             route = self.routes.get(int(a.id[slot]))
-            if not route or any(i not in graph for i in route) or graph[route[-1]].successors:
-                continue  # no route, a lane of it retired this step (it leaves with it), or no open end
+            if (not route or route[-1] not in graph or graph[route[-1]].successors
+                    or any(i not in graph for i in route)):
+                continue  # no route, no open end, or a lane of it retired this step (it leaves with it)
             standing = abs(a.speed[slot]) < STANDING_MPS
             if len(route) > 1 and not standing:
                 continue  # a moving agent leaves on its last lane

@@ -73,6 +73,7 @@ class StreamingWorld:
         self.ports = PortBook()
         self.crosswalks: dict[int, Crosswalk] = {}
         self.crosswalk_ids = IdAllocator()
+        self._centres: np.ndarray | None = None  # of self.tiles, in order (None: to rebuild)
 
     # ----------------------------------------------------------------- building
     def start(self, center_xy: np.ndarray | None = None, yaw: float = 0.0) -> GeneratedTile:
@@ -137,10 +138,13 @@ class StreamingWorld:
         tiles = list(self.tiles.values())
         if not tiles:
             return []
-        centres = np.array([t.center_xy for t in tiles])
-        distance = np.linalg.norm(centres - ego_xy, axis=-1)
+        if self._centres is None or len(self._centres) != len(tiles):
+            self._centres = np.array([t.center_xy for t in tiles])
+        distance = np.linalg.norm(self._centres - ego_xy, axis=-1)
         far = [t for t, d in zip(tiles, distance, strict=True) if d > self.config.retention_m]
         removed: list[int] = []
+        if far:
+            self._centres = None
         for tile in far:
             del self.tiles[tile.id]
             for walk_id in [k for k, walk in self.crosswalks.items() if walk.tile_id == tile.id]:
@@ -261,6 +265,7 @@ class StreamingWorld:
                     lane_ids=tuple(new_ids), latency_ms=latency_ms, fallback=straight)
         self.fallback_tiles += int(content.used_fallback)
         self.tiles[tile_id] = tile
+        self._centres = None
         walks = tuple(dataclasses.replace(walk, id=self.crosswalk_ids(), tile_id=tile_id)
                       for walk in content.crosswalks)
         self.crosswalks.update((walk.id, walk) for walk in walks)
