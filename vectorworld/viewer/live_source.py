@@ -43,7 +43,8 @@ def observation_to_frame(obs: Observation, known: dict[int, Lane]) -> Frame:
     return Frame(step=obs.step, sim_time_us=obs.sim_time_us, agents=obs.agents, ego_slot=obs.ego_slot,
                  policy_of=policy, new_tiles=(), new_lanes=tuple(new), removed_lane_ids=tuple(removed),
                  ego_plan=np.zeros((0, 3)), step_metrics=obs.step_metrics, km=obs.km, tile_ms=0.0,
-                 npc_policy_ms=0.0, end_reason=obs.end_reason)
+                 npc_policy_ms=0.0, end_reason=obs.end_reason, signals=obs.signals, crosswalks=obs.crosswalks,
+                 occupied_crosswalks=obs.occupied_crosswalks)
 
 
 class LiveSource:
