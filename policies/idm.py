@@ -82,7 +82,7 @@ def idm_accel(v: np.ndarray, v0: np.ndarray, gap: np.ndarray, lead_speed: np.nda
     free = 1.0 - (v / v0) ** p.exponent
     interaction = (np.maximum(s_star, p.min_gap_m) / np.maximum(gap, 0.1)) ** 2
     accel = p.max_accel_mps2 * (free - np.where(np.isfinite(gap), interaction, 0.0))
-    return np.clip(accel, -p.max_decel_mps2, p.max_accel_mps2)
+    return geometry.clamp(accel, -p.max_decel_mps2, p.max_accel_mps2)
 
 
 class IdmCore:
@@ -194,7 +194,7 @@ class IdmCore:
         seg_a, seg = ahead[pn, :-1], np.diff(ahead[pn], axis=1)
         seg_len2 = np.maximum(np.einsum("qki,qki->qk", seg, seg), 1e-9)
         rel = a.xy[o][:, None] - seg_a
-        t = np.clip(np.einsum("qki,qki->qk", rel, seg) / seg_len2, 0.0, 1.0)
+        t = geometry.clamp(np.einsum("qki,qki->qk", rel, seg) / seg_len2, 0.0, 1.0)
         off = rel - t[..., None] * seg
         d = np.sqrt(np.einsum("qki,qki->qk", off, off))
         q = np.arange(len(pn))
@@ -256,7 +256,7 @@ def advance_on_paths(plan: IdmPlan, agents: Agents, dt_s: float) -> tuple[np.nda
         max_turn = np.minimum.reduce([np.full(len(rows), MAX_YAW_RATE_RPS * dt_s),
                                       MAX_LAT_ACCEL_MPS2 / np.maximum(v_next[rows], 1e-3) * dt_s,
                                       MAX_CURVATURE_PER_M * ds[rows]])  # no turning on the spot
-        wanted = np.clip(geometry.wrap_angle(target_yaw - yaw[rows]), -max_turn, max_turn)
+        wanted = geometry.clamp(geometry.wrap_angle(target_yaw - yaw[rows]), -max_turn, max_turn)
         turn[rows] = np.where(np.linalg.norm(tangent, axis=-1) > 1e-6, wanted, 0.0)
     turn = np.where(ds > 1e-6, turn, 0.0)
     mid = yaw + 0.5 * turn

@@ -11,6 +11,20 @@ import numpy as np
 Array = np.ndarray
 
 
+def clamp(values: Array, lo: Array | float, hi: Array | float) -> Array:
+    """``np.clip(values, lo, hi)`` as its two ufuncs (the same values, without ``np.clip``'s dispatch cost on
+    the small arrays of the per-step hot paths)."""
+    return np.minimum(np.maximum(values, lo), hi)
+
+
+def pair(x: Array, y: Array) -> Array:
+    """``np.stack([x, y], -1)`` for two arrays of one shape, written into one new (..., 2) array."""
+    out = np.empty(np.shape(x) + (2,), np.result_type(x, y))
+    out[..., 0] = x
+    out[..., 1] = y
+    return out
+
+
 def wrap_angle(angle: Array | float) -> Array:
     """Wrap angles (rad) to (-pi, pi]."""
     wrapped = np.mod(np.asarray(angle, dtype=np.float64) + np.pi, 2.0 * np.pi) - np.pi
@@ -21,7 +35,7 @@ def to_local(points: Array, origin_xy: Array, origin_yaw: Array | float) -> Arra
     """Express global points (..., 2) in the frame at (origin_xy (2,), origin_yaw)."""
     d = np.asarray(points, dtype=np.float64) - origin_xy
     c, s = np.cos(origin_yaw), np.sin(origin_yaw)
-    return np.stack([c * d[..., 0] + s * d[..., 1], -s * d[..., 0] + c * d[..., 1]], -1)
+    return pair(c * d[..., 0] + s * d[..., 1], -s * d[..., 0] + c * d[..., 1])
 
 
 def in_square(points: Array, center_xy: Array, yaw: float, half_m: float) -> Array:
@@ -35,12 +49,13 @@ def to_global(points: Array, origin_xy: Array, origin_yaw: Array | float) -> Arr
     """Inverse of :func:`to_local`: frame points (..., 2) to global."""
     p = np.asarray(points, dtype=np.float64)
     c, s = np.cos(origin_yaw), np.sin(origin_yaw)
-    return np.stack([c * p[..., 0] - s * p[..., 1], s * p[..., 0] + c * p[..., 1]], -1) + origin_xy
+    return pair(c * p[..., 0] - s * p[..., 1], s * p[..., 0] + c * p[..., 1]) + origin_xy
 
 
 def polyline_lengths(points: Array) -> Array:
     """Cumulative arc length (..., N) of polylines (..., N, 2), starting at 0."""
-    seg = np.linalg.norm(np.diff(points, axis=-2), axis=-1)
+    d = np.diff(points, axis=-2)
+    seg = np.sqrt((d * d).sum(-1))  # np.linalg.norm's arithmetic, without its dispatch
     return np.concatenate([np.zeros(seg.shape[:-1] + (1,)), np.cumsum(seg, axis=-1)], axis=-1)
 
 
@@ -66,8 +81,8 @@ def resample_by_spacing(points: Array, spacing_m: float) -> Array:
 
 def interpolate_polyline(points: Array, s: Array, targets: Array) -> Array:
     """Points (M, 2) at arc lengths ``targets`` (M,) along a polyline with cumulative lengths ``s``."""
-    targets = np.clip(targets, s[0], s[-1])
-    out = np.stack([np.interp(targets, s, points[:, 0]), np.interp(targets, s, points[:, 1])], -1)
+    targets = clamp(targets, s[0], s[-1])
+    out = pair(np.interp(targets, s, points[:, 0]), np.interp(targets, s, points[:, 1]))
     out[targets >= s[-1]] = points[-1]
     return out
 
@@ -105,13 +120,13 @@ def point_segment_distance(points: Array, a: Array, b: Array) -> Array:
 
 def box_corners(xy: Array, yaw: Array, length: Array, width: Array) -> Array:
     """Corners (..., 4, 2) of oriented boxes, counter-clockwise from front-left."""
-    half = np.stack([length / 2.0, width / 2.0], -1)[..., None, :]
+    half = pair(length / 2.0, width / 2.0)[..., None, :]
     signs = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
     local = half * signs
     c, s = np.cos(yaw)[..., None], np.sin(yaw)[..., None]
     gx = c * local[..., 0] - s * local[..., 1]
     gy = s * local[..., 0] + c * local[..., 1]
-    return np.stack([gx, gy], -1) + np.asarray(xy)[..., None, :]
+    return pair(gx, gy) + np.asarray(xy)[..., None, :]
 
 
 def boxes_overlap(corners_a: Array, corners_b: Array) -> Array:
@@ -121,7 +136,7 @@ def boxes_overlap(corners_a: Array, corners_b: Array) -> Array:
     for corners in (ca, cb):
         for i in range(2):
             edge = corners[..., i + 1, :] - corners[..., i, :]
-            axis = np.stack([-edge[..., 1], edge[..., 0]], -1)[..., None, :]
+            axis = pair(-edge[..., 1], edge[..., 0])[..., None, :]
             pa = np.sum(ca * axis, -1)
             pb = np.sum(cb * axis, -1)
             separated = (pa.max(-1) < pb.min(-1)) | (pb.max(-1) < pa.min(-1))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from vectorworld import geometry
 from vectorworld.scene import AgentType
 
 
@@ -199,9 +200,9 @@ def project_feasible(motion: np.ndarray, speed0: np.ndarray, agent_type: np.ndar
     a = limits.max_long_accel_mps2 * dt_s
     lo = braking_floor(v0, dt_s, limits)
     hi = np.maximum((v0 + a) * dt_s, lo)
-    motion[:, 0] = np.clip(motion[:, 0], lo, hi)
+    motion[:, 0] = geometry.clamp(motion[:, 0], lo, hi)
     side = 0.3 * np.abs(motion[:, 0]) + 0.02
-    motion[:, 1] = np.clip(motion[:, 1], -side, side)
+    motion[:, 1] = geometry.clamp(motion[:, 1], -side, side)
     v1 = np.abs(motion[:, 0]) / dt_s
     ped = np.asarray(agent_type) == int(AgentType.PEDESTRIAN)
     yaw_lim = np.where(ped, limits.pedestrian_yaw_rate_rps, limits.max_yaw_rate_rps)
@@ -212,7 +213,7 @@ def project_feasible(motion: np.ndarray, speed0: np.ndarray, agent_type: np.ndar
     if np.isfinite(limits.max_curvature_per_m):
         turn = limits.max_curvature_per_m * np.abs(motion[:, 0]) + limits.curvature_slack_rad
         max_dth = np.where(ped, max_dth, np.minimum(max_dth, 0.999 * turn))
-    motion[:, 2] = np.clip(motion[:, 2], -max_dth, max_dth)
+    motion[:, 2] = geometry.clamp(motion[:, 2], -max_dth, max_dth)
     return motion
 
 

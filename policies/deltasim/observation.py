@@ -175,7 +175,7 @@ def polyline_distance(px: np.ndarray, py: np.ndarray, polyline: np.ndarray, vali
     abx, aby = ab[..., 0].T[..., None], ab[..., 1].T[..., None]
     apx = px - ax                                                                  # (K, S, c)
     apy = py - ay
-    t = np.clip((apx * abx + apy * aby) * inv_len2.T[..., None], 0.0, 1.0)
+    t = geometry.clamp((apx * abx + apy * aby) * inv_len2.T[..., None], 0.0, 1.0)
     dx, dy = apx - t * abx, apy - t * aby
     d2 = np.where(seg_ok.T[..., None], dx * dx + dy * dy, np.inf)
     return np.sqrt(d2.min(0))

@@ -24,6 +24,7 @@ import numpy as np
 
 from policies.base import PolicyInput
 from policies.route_paths import PathProfile, RoutePaths
+from vectorworld import geometry
 
 ROUTE_AHEAD_M = (0.0, 3.0, 6.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0)
 """Distances (m) along the route from the agent's projection onto it."""
@@ -152,7 +153,7 @@ class RouteTargets:
         seg_a, seg = pts[:, :f - 1], pts[:, 1:f] - pts[:, :f - 1]                # (n, f-1, 2)
         len2 = np.maximum(np.einsum("nki,nki->nk", seg, seg), 1e-12)
         rel = xy[:, None] - seg_a
-        t = np.clip(np.einsum("nki,nki->nk", rel, seg) / len2, 0.0, 1.0)
+        t = geometry.clamp(np.einsum("nki,nki->nk", rel, seg) / len2, 0.0, 1.0)
         off = rel - t[..., None] * seg
         dist2 = np.einsum("nki,nki->nk", off, off)
         dist2[col[None, :f - 1] >= (first - 1)[:, None]] = np.inf
@@ -171,10 +172,10 @@ class RouteTargets:
         query.real, query.imag = i[:, None], s_now[:, None]
         query.imag[:, 1:] += self.distances[None]                                  # == target
         upto = np.searchsorted(keys, query.ravel(), side="right").reshape(n, -1) - (i * width)[:, None]
-        idx = np.clip(upto[:, 1:] - 1, 0, (count - 2)[:, None])                    # (n, R)
+        idx = geometry.clamp(upto[:, 1:] - 1, 0, (count - 2)[:, None])                    # (n, R)
         row = i[:, None]
         s0, s1 = arc[row, idx], arc[row, idx + 1]
-        frac = np.clip((clipped - s0) / np.maximum(s1 - s0, 1e-12), 0.0, 1.0)
+        frac = geometry.clamp((clipped - s0) / np.maximum(s1 - s0, 1e-12), 0.0, 1.0)
         p0, p1 = pts[row, idx], pts[row, idx + 1]
         d = p0 + frac[..., None] * (p1 - p0) - xy[:, None]                         # (n, R, 2) global offsets
         c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]

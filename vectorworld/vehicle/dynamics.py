@@ -24,9 +24,9 @@ class BicycleLimits:
 def bicycle_step(xy: np.ndarray, yaw: float, speed: float, accel: float, steering: float, dt_s: float,
                  limits: BicycleLimits = BicycleLimits()) -> tuple[np.ndarray, float, float]:
     """One step of the kinematic bicycle model (semi-implicit Euler). Returns (xy, yaw, speed)."""
-    accel = float(np.clip(accel, -limits.max_decel_mps2, limits.max_accel_mps2))
-    steering = float(np.clip(steering, -limits.max_steering_rad, limits.max_steering_rad))
-    v_next = float(np.clip(speed + accel * dt_s, 0.0, limits.max_speed_mps))
+    accel = float(geometry.clamp(accel, -limits.max_decel_mps2, limits.max_accel_mps2))
+    steering = float(geometry.clamp(steering, -limits.max_steering_rad, limits.max_steering_rad))
+    v_next = float(geometry.clamp(speed + accel * dt_s, 0.0, limits.max_speed_mps))
     yaw_rate = v_next / limits.wheelbase_m * np.tan(steering)
     yaw_mid = yaw + 0.5 * yaw_rate * dt_s
     xy_next = xy + v_next * dt_s * np.array([np.cos(yaw_mid), np.sin(yaw_mid)])
@@ -51,10 +51,10 @@ def apply_deltas(xy: np.ndarray, yaw: np.ndarray, speed: np.ndarray, deltas: np.
     dx = deltas[:, 0]
     v_max = np.maximum(speed, 0.0) + limits.max_accel_mps2 * dt_s
     v_min = speed - limits.max_accel_mps2 * dt_s
-    dx = np.clip(dx, np.maximum(v_min * dt_s, -limits.max_reverse_m), v_max * dt_s)
-    dy = np.clip(deltas[:, 1], -limits.max_lateral_ratio * np.abs(dx) - 0.05,
+    dx = geometry.clamp(dx, np.maximum(v_min * dt_s, -limits.max_reverse_m), v_max * dt_s)
+    dy = geometry.clamp(deltas[:, 1], -limits.max_lateral_ratio * np.abs(dx) - 0.05,
                  limits.max_lateral_ratio * np.abs(dx) + 0.05)
-    dyaw = np.clip(deltas[:, 2], -limits.max_yaw_rate_rps * dt_s, limits.max_yaw_rate_rps * dt_s)
+    dyaw = geometry.clamp(deltas[:, 2], -limits.max_yaw_rate_rps * dt_s, limits.max_yaw_rate_rps * dt_s)
     c, s = np.cos(yaw), np.sin(yaw)
     xy_next = xy + np.stack([c * dx - s * dy, s * dx + c * dy], -1)
     # Speed along the heading, from the length of the step (a curved step is not slower than a straight one).

@@ -48,13 +48,13 @@ class PathBatch:
     def project(self, xy: np.ndarray, within: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Project point (N, 2) of each row onto its own path: arc length (N,), lateral offset (N,; + left).
         ``within`` (N,) limits each row to its first points (a known stretch: cheaper, and unambiguous)."""
-        count = self.count if within is None else np.clip(within, 2, self.count)
+        count = self.count if within is None else geometry.clamp(within, 2, self.count)
         width = int(count.max()) if len(count) else 2
         a, b = self.points[:, : width - 1], self.points[:, 1:width]
         ab = b - a
         len2 = np.einsum("nki,nki->nk", ab, ab)
         ap = xy[:, None, :] - a
-        t = np.clip(np.einsum("nki,nki->nk", ap, ab) / np.maximum(len2, 1e-12), 0.0, 1.0)
+        t = geometry.clamp(np.einsum("nki,nki->nk", ap, ab) / np.maximum(len2, 1e-12), 0.0, 1.0)
         off = ap - t[..., None] * ab
         dist2 = np.einsum("nki,nki->nk", off, off)
         dist2[np.arange(a.shape[1])[None] >= (count - 1)[:, None]] = np.inf  # padding or out of reach
@@ -73,12 +73,12 @@ class PathBatch:
         span = float(self.s.max()) + 1.0 if self.s.size else 1.0
         offset = np.arange(n)[:, None] * span
         flat = (self.s + offset).ravel()
-        clipped = np.clip(targets, 0.0, self.length_m[:, None])
+        clipped = geometry.clamp(targets, 0.0, self.length_m[:, None])
         idx = np.searchsorted(flat, (clipped + offset).ravel(), side="right").reshape(targets.shape) - 1
-        idx = np.clip(idx - np.arange(n)[:, None] * width, 0, (self.count - 2)[:, None])
+        idx = geometry.clamp(idx - np.arange(n)[:, None] * width, 0, (self.count - 2)[:, None])
         s0 = np.take_along_axis(self.s, idx, 1)
         s1 = np.take_along_axis(self.s, idx + 1, 1)
-        frac = np.clip((clipped - s0) / np.maximum(s1 - s0, 1e-12), 0.0, 1.0)
+        frac = geometry.clamp((clipped - s0) / np.maximum(s1 - s0, 1e-12), 0.0, 1.0)
         return idx, frac, clipped
 
     def interpolate(self, targets: np.ndarray) -> np.ndarray:

@@ -75,7 +75,7 @@ class UniformPathBatch:
 
     def at(self, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Points (N, K, 2) and values (N, K) at arc lengths ``targets`` (N, K), clipped to each path."""
-        u = np.clip(targets / self.spacing_m[:, None], 0.0, (self.count - 1)[:, None])
+        u = geometry.clamp(targets / self.spacing_m[:, None], 0.0, (self.count - 1)[:, None])
         j = np.minimum(u.astype(np.int64), (self.count - 2)[:, None])
         frac = u - j
         flat = self.start[:, None] + j
@@ -88,7 +88,7 @@ class UniformPathBatch:
         segment): arc length (N,) m and lateral offset (N,) m, + left (as ``PathBatch.project``)."""
         if len(xy) == 0:
             return np.zeros(0), np.zeros(0)
-        used = np.clip(np.ceil(within_m / self.spacing_m).astype(np.int64) + 1, 2, self.count)
+        used = geometry.clamp(np.ceil(within_m / self.spacing_m).astype(np.int64) + 1, 2, self.count)
         cols = np.minimum(np.arange(int(used.max()))[None], (used - 1)[:, None])
         head = PathBatch(self.points[self.start[:, None] + cols], cols * self.spacing_m[:, None], used)
         return head.project(xy)
