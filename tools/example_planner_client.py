@@ -120,8 +120,13 @@ class ObservationPlanner:
         self._sync(obs.lanes)
         a = obs.agents
         ego_id = int(a.id[obs.ego_slot])
+        # The lights in view and the connectors closed by someone on a crosswalk, as the session's own
+        # right-of-way service sees them (the planner decides its right of way from them).
+        blocked = frozenset(lane for walk in obs.crosswalks if walk.id in obs.occupied_crosswalks
+                            for lane in walk.conflicts)
         inp = PolicyInput(agents=a, controlled=np.zeros(a.capacity, bool), graph=self.graph,
-                          routes={ego_id: list(obs.route_lane_ids)}, ego_slot=obs.ego_slot, step=obs.step)
+                          routes={ego_id: list(obs.route_lane_ids)}, ego_slot=obs.ego_slot, step=obs.step,
+                          signals=obs.signals, crossing_blocked=blocked)
         return self.planner.plan(inp)
 
 

@@ -114,3 +114,23 @@ def test_load_test_fault_and_idle_phases_run_small(tmp_path: Path) -> None:
     assert faults["paired"] > 0 and faults["checks"] > 0  # (health latency and failures: measured, not asserted)
     assert faults["health_busy_ms_max"] <= faults["health_ms_max"]  # the checks while active: a subset
     assert idle["new_session_served"] and idle["idle_opened"] == 4 and idle["errors"] == []
+
+
+def test_the_client_side_planner_sees_the_lights_and_the_crosswalks_in_use() -> None:
+    """A served observation's lights and occupied crosswalks reach the planner as the session's own would."""
+    import dataclasses
+
+    from vectorworld.sim.config import SessionConfig
+    from vectorworld.sim.session import Session
+
+    session = Session(SessionConfig(seed=1, npc_policy="idm", target_km=1.0))
+    session.reset()
+    obs = session.observe()
+    walk = obs.crosswalks[0]
+    obs = dataclasses.replace(obs, occupied_crosswalks=frozenset({walk.id}))
+    planner = _tool("example_planner_client").ObservationPlanner("idm")
+    seen = []
+    planner.planner.plan = lambda inp: seen.append(inp)
+    planner(obs)
+    assert seen[0].crossing_blocked == frozenset(walk.conflicts)
+    assert seen[0].signals is obs.signals and len(obs.signals) > 0
