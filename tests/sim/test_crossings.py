@@ -53,11 +53,11 @@ def test_a_pedestrian_waits_for_a_vehicle_that_cannot_stop_and_crosses_in_front_
     committed = _crossings()
     _, xy, _, speed = _step(committed, _agents(-4.0, 10.0), graph, routes)  # 10 m/s, 1.7 m to the connector
     assert speed[0] == 0.0 and np.allclose(xy[0], [2.5, -6.0])
-    assert not committed.blocked({WALK.id: WALK})
+    assert not committed.blocked({WALK.id: WALK}, graph, _agents(-4.0, 10.0))
     far = _crossings()
     _, xy, yaw, speed = _step(far, _agents(-40.0, 10.0), graph, routes)     # 40 m out at 10 m/s: it can stop
     assert np.isclose(speed[0], 1.5) and np.allclose(xy[0], [2.5, -5.85]) and np.isclose(yaw[0], np.pi / 2)
-    assert far.blocked({WALK.id: WALK}) == {2}
+    assert far.blocked({WALK.id: WALK}, graph, _agents(-40.0, 10.0)) == {2}
 
 
 def test_a_vehicle_on_a_crossing_connector_keeps_the_pedestrian_at_the_kerb() -> None:
@@ -90,7 +90,7 @@ def test_a_pedestrian_walks_to_the_far_kerb_then_waits_again_and_the_crosswalk_r
     assert 7.9 <= t <= 8.2
     walker = crossings.walkers[1]
     assert not walker.forward and walker.ready_at_s > t                  # back the same way, after a pause
-    assert not crossings.blocked({WALK.id: WALK})
+    assert not crossings.blocked({WALK.id: WALK}, graph, agents)
 
 
 def test_a_walker_waits_behind_someone_standing_in_its_way_and_people_walking_towards_each_other_pass() -> None:
@@ -107,3 +107,14 @@ def test_a_walker_waits_behind_someone_standing_in_its_way_and_people_walking_to
     assert speed[0] > 0.0
     towards = Walker(3, WALK.id, False, 1.5, ready_at_s=0.0)
     assert np.allclose(towards.path(WALK)[:, 0], 1.5)   # walking the other way keeps to the other side
+
+
+def test_a_lane_reopens_once_the_pedestrian_has_walked_past_it() -> None:
+    graph = _graph()                      # connector 2 crosses the walk 6 m from its start (y = 0)
+    for y, forward, closed in ((-6.0, True, True), (1.0, True, True), (3.0, True, False),
+                               (3.0, False, True), (-3.0, False, False)):
+        crossings = Crossings(np.random.default_rng(0))
+        crossings.add(Walker(1, WALK.id, forward, 1.5, ready_at_s=0.0, on_strip=True))
+        agents = _agents(None)
+        agents.xy[0] = (2.5 if forward else 1.5, y)
+        assert (crossings.blocked({WALK.id: WALK}, graph, agents) == {2}) == closed, (y, forward)

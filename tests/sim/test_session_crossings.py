@@ -16,7 +16,7 @@ def test_pedestrians_cross_and_vehicles_held_for_them_do_not_enter_the_crosswalk
     for _ in range(700):
         decision_held = dict(session.right_of_way.last.held) if session.right_of_way.last else {}
         by_crossing = session.right_of_way.last.by_crossing if session.right_of_way.last else frozenset()
-        blocked = session.crossings.blocked(session.world.crosswalks)
+        blocked = session.crossings.blocked(session.world.crosswalks, session.world.graph, session.agents)
         session.advance()
         decision = session.right_of_way.last
         for agent_id in decision.by_crossing:  # the step's decision saw the crosswalks as they were before it

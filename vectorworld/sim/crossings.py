@@ -8,11 +8,12 @@ waits a while (:data:`DWELL_S`), then steps onto the crosswalk when it may:
 * never in front of a vehicle that is on a connector crossing the strip, that can no longer stop before one
   (at :data:`VEHICLE_BRAKE_MPS2`), or whose box already touches the strip.
 
-While someone is on a crosswalk, its conflicting connectors are closed (:meth:`Crossings.blocked`): the
-right-of-way service holds every vehicle that has not committed to one at its start, as it does at a red
-light. At the far kerb the pedestrian turns to a crosswalk that starts there (the next arm round the
-corner) or back across the same one, and waits again. Walkers are moved here, not by the NPC policy; one
-whose crosswalk is retired with its tile stays where it is, standing.
+While someone is on a crosswalk, the conflicting connectors it has not yet walked past (by
+:data:`PASSED_M`) are closed (:meth:`Crossings.blocked`): the right-of-way service holds every vehicle that
+has not committed to one at its start, as it does at a red light. At the far kerb the pedestrian turns to
+a crosswalk that starts there (the next arm round the corner) or back across the same one, and waits
+again. Walkers are moved here, not by the NPC policy; one whose crosswalk is retired with its tile stays
+where it is, standing.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ VEHICLE_REACH_M = 80.0
 junction connector is that long)."""
 PEDESTRIAN_SIZE_M = 0.6
 KEEP_RIGHT_M = 0.5
+PASSED_M = 2.5
+"""A pedestrian this far (m) past where a lane crosses its walk no longer closes that lane."""
 PERSONAL_SPACE_M = 0.3
 """A walker does not step closer than this (m, box to box) to anyone: it waits behind a slower pedestrian
 or a vehicle standing in its way."""
@@ -72,6 +75,7 @@ class Crossings:
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self.walkers: dict[int, Walker] = {}
+        self._points: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def spawns(self, crosswalks: tuple[Crosswalk, ...], t_s: float) -> tuple[AgentSpawns, list[Walker]]:
         """Pedestrians for new crosswalks, waiting at a kerb: their spawns and walkers (agent ids unset)."""
@@ -102,9 +106,44 @@ class Crossings:
         """Ids of the crosswalks someone is on."""
         return frozenset(w.crosswalk for w in self.walkers.values() if w.on_strip and w.crosswalk in crosswalks)
 
-    def blocked(self, crosswalks: dict[int, Crosswalk]) -> frozenset[int]:
-        """Connector lanes closed to vehicles that have not committed: those of crosswalks someone is on."""
-        return frozenset(lane for k in self.occupied(crosswalks) for lane in crosswalks[k].conflicts)
+    def blocked(self, crosswalks: dict[int, Crosswalk], graph: LaneGraph, agents: Agents) -> frozenset[int]:
+        """Connector lanes closed to vehicles that have not committed: those a pedestrian on a crosswalk has
+        not yet walked :data:`PASSED_M` beyond (where the connector, or the lane it leads into, crosses the
+        walk), so a turning car goes once the pedestrian has passed its lane."""
+        slot_of = {int(i): k for k, i in enumerate(agents.id.tolist()) if agents.valid[k]}
+        out: set[int] = set()
+        for w in self.walkers.values():
+            walk = crosswalks.get(w.crosswalk)
+            slot = slot_of.get(w.agent_id)
+            if not w.on_strip or walk is None or slot is None:
+                continue
+            lanes, at = self._crossing_points(walk, graph)
+            start, end = walk.walk[0], walk.walk[-1]
+            along = (end - start) / max(walk.length_m, 1e-9)
+            here = float(np.dot(agents.xy[slot] - start, along))
+            ahead = at > here - PASSED_M if w.forward else at < here + PASSED_M
+            out.update(lanes[ahead].tolist())
+        return frozenset(out)
+
+    def _crossing_points(self, walk: Crosswalk, graph: LaneGraph) -> tuple[np.ndarray, np.ndarray]:
+        """The conflicting lanes (K,) of a crosswalk and where each crosses its walk (K,) m from walk[0]: the
+        lane's end nearer the walk line (an entering connector starts at the strip, a leaving one ends there),
+        kept once computed."""
+        hit = self._points.get(walk.id)
+        if hit is None:
+            start, end = walk.walk[0], walk.walk[-1]
+            along = (end - start) / max(walk.length_m, 1e-9)
+            across = np.array([-along[1], along[0]])
+            lanes, at = [], []
+            for lane_id in walk.conflicts:
+                if lane_id not in graph:
+                    continue
+                ends = graph[lane_id].points[[0, -1]]
+                near = ends[int(np.argmin(np.abs((ends - start) @ across)))]
+                lanes.append(lane_id)
+                at.append(float(np.dot(near - start, along)))
+            hit = self._points[walk.id] = (np.array(lanes, np.int64), np.array(at))
+        return hit
 
     def move(self, agents: Agents, crosswalks: dict[int, Crosswalk], graph: LaneGraph,
              routes: dict[int, list[int]], t_s: float, dt_s: float

@@ -460,7 +460,8 @@ class Session:
         inp = PolicyInput(agents=self.agents, controlled=controlled, graph=self.world.graph,
                           routes=self.routes.routes, ego_slot=self.ego_slot, step=self.step_index,
                           dt_s=DT_S, motion_codes=self.spawns.motion_codes, signals=self.signals(),
-                          crossing_blocked=self.crossings.blocked(self.world.crosswalks))
+                          crossing_blocked=self.crossings.blocked(self.world.crosswalks, self.world.graph,
+                                                                  self.agents))
         return dataclasses.replace(inp, right_of_way=self.right_of_way.decide(inp))
 
     def observe(self, radius_m: float | None = None) -> Observation:
