@@ -225,10 +225,16 @@ class Crosswalk:
     def length_m(self) -> float:
         return float(geometry.polyline_lengths(self.walk)[-1])
 
+    @property
+    def direction(self) -> np.ndarray:
+        """Unit vector (2,) from the first kerb to the other."""
+        d = self.walk[-1] - self.walk[0]
+        return d / max(float(np.linalg.norm(d)), 1e-9)
+
     def polygon(self) -> np.ndarray:
         """Corners (4, 2) of the strip (for drawing), counter-clockwise."""
         start, end = self.walk[0], self.walk[-1]
-        along = (end - start) / max(float(np.linalg.norm(end - start)), 1e-9)
+        along = self.direction
         side = np.array([-along[1], along[0]]) * self.half_width_m
         return np.stack([start - side, end - side, end + side, start + side])
 

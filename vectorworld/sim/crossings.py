@@ -63,10 +63,8 @@ class Walker:
     def path(self, walk: Crosswalk) -> np.ndarray:
         """The walk in this walker's direction, kept :data:`KEEP_RIGHT_M` to the right (people walking the
         other way pass on the other side)."""
-        line = walk.walk if self.forward else walk.walk[::-1]
-        along = line[-1] - line[0]
-        right = np.array([along[1], -along[0]]) / max(float(np.linalg.norm(along)), 1e-9)
-        return line + KEEP_RIGHT_M * right
+        line, along = (walk.walk, walk.direction) if self.forward else (walk.walk[::-1], -walk.direction)
+        return line + KEEP_RIGHT_M * np.array([along[1], -along[0]])
 
 
 class Crossings:
@@ -118,9 +116,7 @@ class Crossings:
             if not w.on_strip or walk is None or slot is None:
                 continue
             lanes, at = self._crossing_points(walk, graph)
-            start, end = walk.walk[0], walk.walk[-1]
-            along = (end - start) / max(walk.length_m, 1e-9)
-            here = float(np.dot(agents.xy[slot] - start, along))
+            here = float(np.dot(agents.xy[slot] - walk.walk[0], walk.direction))
             ahead = at > here - PASSED_M if w.forward else at < here + PASSED_M
             out.update(lanes[ahead].tolist())
         return frozenset(out)
@@ -131,8 +127,7 @@ class Crossings:
         kept once computed."""
         hit = self._points.get(walk.id)
         if hit is None:
-            start, end = walk.walk[0], walk.walk[-1]
-            along = (end - start) / max(walk.length_m, 1e-9)
+            start, along = walk.walk[0], walk.direction
             across = np.array([-along[1], along[0]])
             lanes, at = [], []
             for lane_id in walk.conflicts:

@@ -115,7 +115,7 @@ def zebra_bars(walk: Crosswalk, spacing_m: float = 1.0) -> np.ndarray:
     """(B, 4, 2) m, global frame: the painted bars of a crosswalk, 0.5 m wide, every ``spacing_m`` across it."""
     start, end = walk.walk[0], walk.walk[-1]
     length = float(np.linalg.norm(end - start))
-    along = (end - start) / max(length, 1e-9)
+    along = walk.direction
     side = np.array([-along[1], along[0]]) * walk.half_width_m
     centres = start + np.arange(0.5, length, spacing_m)[:, None] * along
     half_bar = along * 0.25
