@@ -37,13 +37,32 @@ class PlacedPiece:
 
 
 @dataclass(frozen=True)
+class PlacedCell:
+    """The plan pieces of one node (its junction's connectors and the road segments that start there), placed:
+    ``keys`` in plan order with their lanes, points, circle centres (n, 2) and radii (n,); ``starts`` and
+    ``ends``: their rounded end points; ``feeds``: for each successor key, this cell's pieces leading into it;
+    ``connectors``: the keys of the junction's connectors."""
+
+    keys: tuple[Key, ...]
+    lanes: dict[Key, PlanLane]
+    points: dict[Key, np.ndarray]
+    mids: np.ndarray
+    radii: np.ndarray
+    starts: frozenset[tuple[float, float]]
+    ends: frozenset[tuple[float, float]]
+    feeds: dict[Key, tuple[Key, ...]]
+    connectors: tuple[Key, ...]
+
+
+@dataclass(frozen=True)
 class CityAnchor:
     """Where the plan frame sits in the world: origin (2,) m global and yaw (rad); ``cache`` keeps every
-    piece once placed (the plan never changes)."""
+    piece once placed and ``cells`` every node's pieces (the plan never changes)."""
 
     origin: np.ndarray
     yaw: float
     cache: dict = field(default_factory=dict, compare=False, repr=False)
+    cells: dict = field(default_factory=dict, compare=False, repr=False)
 
     def placed(self, lane: PlanLane) -> PlacedPiece:
         hit = self.cache.get(lane.key)
@@ -55,13 +74,33 @@ class CityAnchor:
                                                      tuple(ends[0]), tuple(ends[1]))
         return hit
 
+    def cell(self, plan: CityPlan, i: int, j: int) -> PlacedCell:
+        """The placed pieces of node (i, j) of ``plan``."""
+        hit = self.cells.get((i, j))
+        if hit is None:
+            lanes = [*plan.junction(i, j), *plan.segment(i, j, 0), *(plan.segment(i, j, 1) if plan.has_block(i, j)
+                                                                    else ())]
+            placed = [self.placed(lane) for lane in lanes]
+            feeds: dict[Key, list[Key]] = {}
+            for lane in lanes:
+                for s in lane.successors:
+                    feeds.setdefault(s, []).append(lane.key)
+            hit = self.cells[(i, j)] = PlacedCell(
+                tuple(lane.key for lane in lanes), {lane.key: lane for lane in lanes},
+                {lane.key: piece.points for lane, piece in zip(lanes, placed, strict=True)},
+                np.array([piece.mid for piece in placed]).reshape(-1, 2), np.array([piece.radius for piece in placed]),
+                frozenset(piece.start for piece in placed), frozenset(piece.end for piece in placed),
+                {k: tuple(v) for k, v in feeds.items()}, tuple(lane.key for lane in lanes if lane.key[0] == "conn"))
+        return hit
+
 
 def _end_key(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
     return tuple(np.round(np.concatenate([a, b]), MATCH_DECIMALS).tolist())  # type: ignore[return-value]
 
 
 class CityRegion:
-    """The plan pieces around a tile, in the global frame, with their predecessors."""
+    """The plan pieces around a tile, in the global frame, with their predecessors (node by node, each node's
+    pieces placed once per world: :meth:`CityAnchor.cell`)."""
 
     def __init__(self, plan: CityPlan, anchor: CityAnchor, frame: TileFrame, margin_m: float = 80.0) -> None:
         self.plan, self.anchor = plan, anchor
@@ -69,35 +108,34 @@ class CityRegion:
             geometry.box_corners(frame.center_xy, np.float64(frame.yaw), np.float64(frame.size_m),
                                  np.float64(frame.size_m)), anchor.origin, anchor.yaw)
         lo, hi = corners.min(0) - margin_m, corners.max(0) + margin_m
+        self.cells = {node: anchor.cell(plan, *node) for node in self._nodes(lo, hi)}
+        cells = list(self.cells.values())
         self.lanes: dict[Key, PlanLane] = {}
-        for lane in self._plan_lanes(lo, hi):
-            self.lanes.setdefault(lane.key, lane)
-        placed = [anchor.placed(lane) for lane in self.lanes.values()]
-        self.points: dict[Key, np.ndarray] = {key: piece.points for key, piece in zip(self.lanes, placed, strict=True)}
-        self._mids = np.array([piece.mid for piece in placed]).reshape(-1, 2)
-        self._radii = np.array([piece.radius for piece in placed])
-        self.predecessors: dict[Key, list[Key]] = {k: [] for k in self.lanes}
-        for key, lane in self.lanes.items():
-            for s in lane.successors:
-                if s in self.predecessors:
-                    self.predecessors[s].append(key)
-        self.starts = {piece.start for piece in placed}
-        self.ends = {piece.end for piece in placed}
+        self.points: dict[Key, np.ndarray] = {}
+        for cell in cells:
+            self.lanes.update(cell.lanes)
+            self.points.update(cell.points)
+        self._keys = [key for cell in cells for key in cell.keys]
+        self._mids = np.concatenate([cell.mids for cell in cells]) if cells else np.zeros((0, 2))
+        self._radii = np.concatenate([cell.radii for cell in cells]) if cells else np.zeros(0)
+        self.starts = frozenset().union(*(cell.starts for cell in cells))
+        self.ends = frozenset().union(*(cell.ends for cell in cells))
 
-    def _plan_lanes(self, lo: np.ndarray, hi: np.ndarray) -> list[PlanLane]:
+    def _nodes(self, lo: np.ndarray, hi: np.ndarray) -> list[tuple[int, int]]:
         plan, spacing = self.plan, self.plan.config.spacing_m
         i_lo, i_hi = math.floor(lo[0] / spacing) - 1, math.ceil(hi[0] / spacing) + 1
         j_lo, j_hi = math.floor(lo[1] / spacing) - 1, math.ceil(hi[1] / spacing) + 1
-        out: list[PlanLane] = []
+        out: list[tuple[int, int]] = []
         for j in range(j_lo, j_hi + 1):
             i = plan.next_junction(i_lo, j, -1)
             while i <= i_hi:
-                out.extend(plan.junction(i, j))
-                out.extend(plan.segment(i, j, 0))
-                if plan.has_block(i, j):
-                    out.extend(plan.segment(i, j, 1))
+                out.append((i, j))
                 i = plan.next_junction(i, j, 1)
         return out
+
+    def predecessors(self, key: Key) -> list[Key]:
+        """The region's pieces leading into ``key``, in plan order."""
+        return [p for cell in self.cells.values() for p in cell.feeds.get(key, ())]
 
     def on_plan(self, xy: np.ndarray, is_out: bool) -> bool:
         point = tuple(np.round(xy, MATCH_DECIMALS).tolist())
@@ -108,15 +146,14 @@ class CityRegion:
         hit = set()
         reach = frame.size_m / np.sqrt(2.0) + 1.0
         near = np.linalg.norm(self._mids - frame.center_xy, axis=-1) <= reach + self._radii
-        for key, close in zip(self.points, near.tolist(), strict=True):
-            if not close:
-                continue
+        for index in np.flatnonzero(near).tolist():
+            key = self._keys[index]
             pts = self.points[key]
             dense = geometry.resample_by_spacing(pts, SAMPLE_M) if len(pts) == 2 else pts
             if bool(frame.contains(dense, 0.5).any()):
                 hit.add(key)
-        junctions = {key[1:3] for key in hit if key[0] == "conn"}
-        hit |= {key for key in self.lanes if key[0] == "conn" and key[1:3] in junctions}
+        for node in {key[1:3] for key in hit if key[0] == "conn"}:
+            hit.update(self.cells[node].connectors)
         return sorted(hit, key=repr)
 
 
@@ -153,7 +190,7 @@ def cut_tile(region: CityRegion, frame: TileFrame, graph: LaneGraph, lane_ids,  
                 pred[ids[s]].append(me)
             elif (other := known_id(s)) is not None:
                 links.append((me, other))
-        for p in region.predecessors.get(key, ()):
+        for p in region.predecessors(key):
             if p not in ids and (other := known_id(p)) is not None:
                 links.append((other, me))
     left: dict[int, list[int]] = {i: [] for i in ids.values()}
