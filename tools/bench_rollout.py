@@ -6,12 +6,14 @@ The real-time factor times the engine step of a batch rollout (``Session.advance
 Usage: python tools/bench_rollout.py [--km 1 10] [--seed 0] [--generator procedural] [--npc deltasim]
        [--planner idm|pdm|constant-velocity]
        python tools/bench_rollout.py --ab /work/main --km 1 --seeds 5   # interleaved A/B, one window
+       python tools/bench_rollout.py --ab /work/main --km 1 --seeds 1 --repeat 10   # one seed, 10 pairs
 
 Each distance runs in a fresh subprocess so peak RSS (ru_maxrss) is measured per rollout. ``--ab OTHER``
 compares this checkout with another one (e.g. main, or a worktree of the commit before a change): for each
 of ``--seeds`` seeds it runs this checkout's rollout and the other's back to back (alternating which goes
 first), each in a fresh process with that checkout first on ``PYTHONPATH``, so both face the same machine
-load; it prints both rows per seed and the means of RTF and wall seconds per km.
+load; it prints both rows per seed and the means of RTF and wall seconds per km, and the median of the per-pair
+RTF ratios (``--repeat R`` runs each seed's pair R times, alternating the order).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -69,6 +72,7 @@ def main() -> None:
     parser.add_argument("--one", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--ab", type=Path, default=None, help="Another checkout to compare with (interleaved).")
     parser.add_argument("--seeds", type=int, default=5, help="With --ab: seeds --seed ... --seed + N - 1.")
+    parser.add_argument("--repeat", type=int, default=1, help="With --ab: run every seed's pair this many times.")
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(one(args.one, args.seed, args.generator, args.npc, args.planner)))
@@ -104,20 +108,26 @@ def ab(args: argparse.Namespace) -> None:
     here, other = Path(__file__).resolve().parents[1], args.ab.resolve()
     km = args.km[0]
     rows: dict[str, list[dict]] = {"this": [], "other": []}
-    for k in range(args.seeds):
-        seed = args.seed + k
-        order = [("this", here), ("other", other)] if k % 2 == 0 else [("other", other), ("this", here)]
+    pairs = [(args.seed + k, r) for k in range(args.seeds) for r in range(args.repeat)]
+    for n, (seed, _) in enumerate(pairs):
+        order = [("this", here), ("other", other)] if n % 2 == 0 else [("other", other), ("this", here)]
         for name, checkout in order:
             r = _run_in(checkout, km, seed, args.generator, args.npc)
             rows[name].append(r)
             print(f"seed {seed} {name:5s} ({checkout}): rtf {r['rtf']}, wall {r['wall_s']} s, sim {r['sim_s']} s, "
-                  f"km {r['km']:.3f}, {r['end_reason']}, mean agents {r['mean_agents']}", flush=True)
+                  f"{1e3 * r['wall_s'] / r['steps']:.2f} ms/step, km {r['km']:.3f}, {r['end_reason']}, "
+                  f"mean agents {r['mean_agents']}", flush=True)
     for name, checkout in (("this", here), ("other", other)):
         rtf = [r["rtf"] for r in rows[name]]
         per_km = [r["wall_s"] / max(r["km"], 1e-6) for r in rows[name]]
         sim_km = [r["sim_s"] / max(r["km"], 1e-6) for r in rows[name]]
-        print(f"{name:5s} {checkout}: mean rtf {sum(rtf) / len(rtf):.1f}x (min {min(rtf)}), wall "
-              f"{sum(per_km) / len(per_km):.1f} s/km, simulated {sum(sim_km) / len(sim_km):.0f} s/km")
+        print(f"{name:5s} {checkout}: mean rtf {sum(rtf) / len(rtf):.1f}x (median {statistics.median(rtf):.1f}, "
+              f"min {min(rtf)}), wall {sum(per_km) / len(per_km):.1f} s/km, simulated "
+              f"{sum(sim_km) / len(sim_km):.0f} s/km")
+    # Machine noise moves both halves of a pair together: the paired ratio is the steadier figure.
+    ratios = [a["rtf"] / b["rtf"] for a, b in zip(rows["this"], rows["other"], strict=True)]
+    print(f"rtf this / other per pair: median {statistics.median(ratios):.3f} (range {min(ratios):.3f} .. "
+          f"{max(ratios):.3f}, {len(ratios)} pairs)")
 
 
 if __name__ == "__main__":
