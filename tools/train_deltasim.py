@@ -35,12 +35,15 @@ def main() -> None:
     parser.add_argument("--record-every", type=int, default=DataRecipe.record_every)
     parser.add_argument("--epochs", type=int, default=TrainConfig.epochs)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start-weight", type=int, default=TrainConfig.start_weight,
+                        help="draw samples where the teacher sets a standing agent off this many times per epoch")
     parser.add_argument("--workers", type=int, default=1, help="processes recording data (same samples)")
     parser.add_argument("--max-seconds", type=float, default=TrainConfig.max_seconds,
                         help="stop training after this many seconds (the record says so)")
     args = parser.parse_args()
     recipe = DataRecipe(episodes=args.episodes, steps=args.steps, record_every=args.record_every, seed=args.seed)
-    config = TrainConfig(seed=args.seed, epochs=args.epochs, max_seconds=args.max_seconds)
+    config = TrainConfig(seed=args.seed, epochs=args.epochs, max_seconds=args.max_seconds,
+                         start_weight=args.start_weight)
     record = train_from_dir(args.data, args.out, recipe, config,
                             log=lambda entry: print(json.dumps(entry), flush=True), workers=args.workers)
     print(json.dumps({"val": record["val"], "seconds": record["seconds"], "vocab_size": record["vocab_size"]}))

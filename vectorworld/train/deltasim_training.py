@@ -42,6 +42,28 @@ class TrainConfig:
     vocab_max_speed_mps: float = 25.0
     max_seconds: float = 1800.0
     threads: int = 1
+    start_weight: int = 1
+    """Each sample where the teacher sets a standing agent off (:func:`set_off_samples`) is drawn this many
+    times per epoch: a city's teacher stands at lights and crosswalks for long stretches and sets off in one
+    step, so at weight 1 setting off is about 1% of the standing samples and the clone learns to stay."""
+
+
+STANDING_MPS = 0.1
+SET_OFF_M = 0.003
+"""A sample sets off when the agent stands (below STANDING_MPS) and the teacher moves it more than this (m)."""
+
+
+def set_off_samples(samples: Samples) -> np.ndarray:
+    """Indices of the samples where the teacher sets a standing agent off."""
+    return np.flatnonzero((samples.speed < STANDING_MPS) & (samples.motion[:, 0] > SET_OFF_M))
+
+
+def epoch_order(rng: np.random.Generator, samples: Samples, start_weight: int) -> np.ndarray:
+    """One epoch's sample order: every sample once, set-off samples ``start_weight`` times."""
+    if start_weight <= 1:
+        return rng.permutation(len(samples))
+    extra = np.repeat(set_off_samples(samples), start_weight - 1)
+    return rng.permutation(np.concatenate([np.arange(len(samples)), extra]))
 
 
 def learning_rate(peak: float, progress: float) -> float:
@@ -113,7 +135,9 @@ def train_deltasim(train: Samples, config: TrainConfig = TrainConfig(),
     net = DeltaSimNet(net_config)
     opt = torch.optim.AdamW(net.parameters(), lr=learning_rate(config.lr, 0.0), weight_decay=config.weight_decay)
     tokens = vocab.nearest(train.motion.astype(np.float64))
-    steps_per_epoch = max(1, len(train) // config.batch_size)
+    epoch_size = len(train) + (config.start_weight - 1) * len(set_off_samples(train)) if config.start_weight > 1 \
+        else len(train)
+    steps_per_epoch = max(1, epoch_size // config.batch_size)
     total = steps_per_epoch * config.epochs
     rng = np.random.default_rng(config.seed)
     start = time.perf_counter()
@@ -121,7 +145,7 @@ def train_deltasim(train: Samples, config: TrainConfig = TrainConfig(),
     step = 0
     for epoch in range(config.epochs):
         net.train()
-        order = rng.permutation(len(train))
+        order = epoch_order(rng, train, config.start_weight)
         sums = {"ce": 0.0, "residual": 0.0, "feasibility": 0.0, "top1": 0.0}
         for b in range(steps_per_epoch):
             idx = order[b * config.batch_size:(b + 1) * config.batch_size]
