@@ -95,6 +95,8 @@ def main() -> None:
     parser.add_argument("--dit-depth", type=int, default=4)
     parser.add_argument("--decode-weight", type=float, default=RunConfig.decode_weight,
                         help="weight of the one-step decode loss (0 = MeanFlow alone)")
+    parser.add_argument("--junction-weight", type=float, default=RunConfig.junction_weight,
+                        help="weight of the one-step junction loss (m; 0 = off)")
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--eval-tiles", type=int, default=32)
     parser.add_argument("--checkpoint-minutes", type=float, default=3.0)
@@ -125,7 +127,7 @@ def main() -> None:
     config = RunConfig(vae=VAEConfig(), dit=dit,
                        flow=MeanFlowConfig(flow_matching_only=variant.get("flow_matching_only", False)),
                        vae_steps=args.vae_steps, dit_steps=args.dit_steps, batch_size=args.batch_size,
-                       decode_weight=args.decode_weight,
+                       decode_weight=args.decode_weight, junction_weight=args.junction_weight,
                        seed=args.seed, eval_every=args.eval_every, eval_tiles=args.eval_tiles,
                        checkpoint_every_s=args.checkpoint_minutes * 60.0, device=device)
 
