@@ -121,3 +121,15 @@ def test_ends_within_the_margin_cost_nothing() -> None:
     loss, parts = junction_loss(feat, logit, batch, tau_m=0.05)
     assert parts["junction_m"] == pytest.approx(0.15, abs=0.02)
     assert float(loss) < 0.01
+
+
+def test_a_hinted_slot_that_does_not_exist_costs_its_cross_entropy() -> None:
+    lanes = torch.stack([_line((-32.0, 0.0), (0.0, 0.0)), _line((0.0, 0.0), (32.0, 0.0))])
+    feat, _, batch = _loss_batch(lanes, torch.zeros(1, 2), [True, True])
+    hint = torch.zeros(1, 2, 6)
+    hint[0, 1, 0] = 1.0                                    # slot 1 continues an out port
+    batch["lane_hint"] = hint
+    alive, alive_parts = junction_loss(feat, torch.tensor([[5.0, 5.0]]), batch)
+    dropped, dropped_parts = junction_loss(feat, torch.tensor([[5.0, -5.0]]), batch)
+    assert alive_parts["hinted_exist"] < 0.01 < 4.0 < dropped_parts["hinted_exist"]
+    assert float(dropped) > float(alive)

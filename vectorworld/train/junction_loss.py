@@ -64,7 +64,7 @@ def junction_distances(control: torch.Tensor, exists: torch.Tensor, known_contro
 
 def junction_loss(lane_feat: torch.Tensor, lane_logit: torch.Tensor, batch: dict[str, torch.Tensor],
                   tau_m: float = 0.5, margin_m: float = 0.5, huber_m: float = 1.0, min_chord_m: float = 3.0,
-                  count_weight: float = 10.0) -> tuple[torch.Tensor, dict[str, float]]:
+                  count_weight: float = 10.0, hint_weight: float = 1.0) -> tuple[torch.Tensor, dict[str, float]]:
     """Junction loss of a decoded one-step sample; returns the loss and its parts (floats).
 
     lane_feat (B, L, 8), lane_logit (B, L): the VAE's decode of the one-step sample (normalised Bézier
@@ -80,6 +80,11 @@ def junction_loss(lane_feat: torch.Tensor, lane_logit: torch.Tensor, batch: dict
       terms see only existing lanes and must not change how many there are: measured, without this term
       the one-step count drifted by 14 lanes in 600 steps). A batch mean, not per tile: it keeps the count
       unbiased without pulling every tile to one count.
+    * ``hinted``: ``hint_weight`` times the existence cross-entropy of the slots with a port hint (when the
+      batch has ``lane_hint``): a hinted slot always holds the lane that continues its port, so this is
+      the one place where a slot may be judged on its own. Without it, measured, the first three terms
+      were lowered after ~1800 steps at weight 0.1 by dropping half of the hinted lanes (their ports then
+      stay unmatched: held-out one-step validity fell from 1.0 to 0.0).
     """
     b, n = lane_logit.shape
     control = lane_feat.reshape(b, n, CONTROL_POINTS, 2) * HALF_TILE_M
@@ -100,5 +105,12 @@ def junction_loss(lane_feat: torch.Tensor, lane_logit: torch.Tensor, batch: dict
     bias = (expected - target).mean()
     count_err = F.huber_loss(bias, torch.zeros_like(bias), delta=1.0)
     total = junction + short + count_weight * count_err
-    return total, {"junction_m": float((d.detach() * ends).sum() / count), "short_m": float(short.detach()),
-                   "count_bias": float(bias.detach())}
+    parts = {"junction_m": float((d.detach() * ends).sum() / count), "short_m": float(short.detach()),
+             "count_bias": float(bias.detach())}
+    if "lane_hint" in batch and hint_weight > 0.0:
+        hinted = (batch["lane_hint"][..., :2].sum(-1) > 0.5) & free
+        if bool(hinted.any()):
+            kept = F.binary_cross_entropy_with_logits(lane_logit[hinted], torch.ones_like(lane_logit[hinted]))
+            total = total + hint_weight * kept
+            parts["hinted_exist"] = float(kept.detach())
+    return total, parts
