@@ -63,6 +63,9 @@ class RunConfig:
     """Weight of the one-step decode loss (``generator_training.one_step_decode_loss``); 0 = MeanFlow only.
     At 1.0 on the city corpus it swamped the adaptively weighted MeanFlow term (held-out one-step validity
     6% at DiT step 1000, 3% at 1500), so the recipe leaves it off."""
+    junction_weight: float = 0.0
+    """Weight of the one-step junction loss (``vectorworld.train.junction_loss``, m): the MeanFlow loss
+    alone leaves 44% of the one-step sample's lane ends more than 3 m from any joint (issue 15)."""
     log_every: int = 100
     eval_every: int = 500
     eval_tiles: int = 32
@@ -170,7 +173,7 @@ class GeneratorRun:
         dit_cfg = cfg.stage_config("dit")
         self.dit_trainer = Trainer(list(self.model.dit.parameters()),
                                    dit_loss_fn(self.model, self.tiles, dit_cfg, cfg.flow, cfg.uncond_ratio,
-                                               cfg.decode_weight), dit_cfg)
+                                               cfg.decode_weight, cfg.junction_weight), dit_cfg)
         self.state.stage = "dit"
 
     # ---------------------------------------------------------------- persistence

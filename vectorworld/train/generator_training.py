@@ -20,6 +20,7 @@ from vectorworld.generation.learned.meanflow import MeanFlowConfig, VelocityFn, 
 from vectorworld.generation.learned.outpaint import OutpaintModel
 from vectorworld.generation.learned.tile_tensors import EDGE_LEFT, EDGE_RIGHT
 from vectorworld.generation.learned.vae import TileVAE, VAEConfig, batch_to_torch
+from vectorworld.train.junction_loss import junction_loss
 
 Tiles = dict[str, np.ndarray]
 Logger = Callable[[int, dict[str, float]], None]
@@ -100,6 +101,11 @@ def _schedule(step: int, config: TrainConfig) -> float:
     progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
     return 0.1 + 0.9 * 0.5 * (1.0 + np.cos(np.pi * min(progress, 1.0)))
 
+
+JUNCTION_T_MIN = 0.5
+"""The junction loss judges jumps (0, t) from t in [0.5, 1], half of them from t = 1: applied at (0, 1)
+alone (weight 0.02-0.05) the MeanFlow mse rose from 30 to 180-1800 within 500 steps (du/dt at t = 1
+blew up) and the one-step lane count drifted (issue 15)."""
 
 LossFn = Callable[[np.random.Generator, torch.Generator], tuple[torch.Tensor, dict[str, float]]]
 
@@ -183,22 +189,42 @@ def vae_loss_fn(vae: TileVAE, tiles: Tiles, config: TrainConfig) -> LossFn:
     return loss_fn
 
 
+def one_step_sample(model: OutpaintModel, fn: VelocityFn, x: torch.Tensor, cond: torch.Tensor,
+                    generator: torch.Generator, t_min: float = 1.0) -> dict[str, torch.Tensor]:
+    """A one-jump sample x = z_t - t u(z_t, 0, t) (condition tokens clean) decoded by the frozen VAE, with
+    gradients into the DiT (see TileVAE.decode, without edge logits). With ``t_min`` = 1 every tile jumps
+    from noise, t = 1 (the one-step sampler); below 1, every second tile jumps from t ~ U(t_min, 1) instead,
+    so a data-space loss shapes the whole family of long intervals (0, t) and not the single interval (0, 1),
+    whose average velocity the MeanFlow target then ties to its neighbours through du/dt."""
+    eps = torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
+    keep = cond[..., None]
+    b = x.shape[0]
+    t = torch.ones(b, dtype=x.dtype)
+    if t_min < 1.0:
+        spread = 1.0 - (1.0 - t_min) * torch.rand(b, generator=generator, dtype=x.dtype)
+        t = torch.where(torch.arange(b) % 2 == 1, spread, t)
+    t = t.to(x.device)
+    zt = torch.where(keep, x, (1.0 - t[:, None, None]) * x + t[:, None, None] * eps)
+    x0 = torch.where(keep, x, zt - t[:, None, None] * fn(zt, torch.zeros_like(t), t))
+    return model.vae.decode(x0 * model.latent_scale, with_edges=False)
+
+
 def one_step_decode_loss(model: OutpaintModel, fn: VelocityFn, x: torch.Tensor, cond: torch.Tensor,
                          batch: dict[str, torch.Tensor], generator: torch.Generator
                          ) -> tuple[torch.Tensor, dict[str, float]]:
-    """What the one-step sampler makes of the frontier, judged in data space: x1 = z_1 - u(z_1, 0, 1)
-    decoded by the frozen VAE; the loss is the existence cross-entropy of every frontier lane / agent slot.
-    Geometry is not regressed: which frontier lane a slot holds is one of many plausible ones, and
-    regressing it would pull the one-step map to the blurred mean of them.
+    """What the one-step sampler makes of the frontier, judged in data space: the existence cross-entropy
+    of every frontier lane / agent slot of :func:`one_step_sample`. Geometry is not regressed: which
+    frontier lane a slot holds is one of many plausible ones, and regressing it would pull the one-step map
+    to the blurred mean of them (:mod:`vectorworld.train.junction_loss` judges geometry without slots).
 
     The MeanFlow loss weighs every latent dimension alike, so a one-step map that drifts the existence
     direction of free slots toward "no lane" costs it little; here that drift is the loss."""
-    eps = torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
-    keep = cond[..., None]
-    z1 = torch.where(keep, x, eps)
-    ones = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
-    x1 = torch.where(keep, x, z1 - fn(z1, torch.zeros_like(ones), ones))
-    out = model.vae.decode(x1 * model.latent_scale, with_edges=False)
+    out = one_step_sample(model, fn, x, cond, generator)
+    return _existence_loss(out, batch)
+
+
+def _existence_loss(out: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]
+                    ) -> tuple[torch.Tensor, dict[str, float]]:
     free_l, free_a = ~batch["lane_cond"], ~batch["agent_cond"]
     lane_valid, agent_valid = batch["lane_valid"].float(), batch["agent_valid"].float()
     lane_exist = F.binary_cross_entropy_with_logits(out["lane_logit"][free_l], lane_valid[free_l])
@@ -208,9 +234,11 @@ def one_step_decode_loss(model: OutpaintModel, fn: VelocityFn, x: torch.Tensor, 
 
 
 def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: MeanFlowConfig,
-                uncond_ratio: float = 0.0, decode_weight: float = 0.0) -> LossFn:
+                uncond_ratio: float = 0.0, decode_weight: float = 0.0, junction_weight: float = 0.0) -> LossFn:
     """The DiT stage's MeanFlow loss on the frozen VAE's latents of random mini-batches of ``tiles``, plus
-    ``decode_weight`` times :func:`one_step_decode_loss` (0 = MeanFlow alone)."""
+    ``decode_weight`` times the one-step existence loss (:func:`one_step_decode_loss`) and
+    ``junction_weight`` times the junction loss (``junction_loss``) of one-jump samples from t in
+    [``JUNCTION_T_MIN``, 1] (0 = MeanFlow alone)."""
     def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
         batch = sample_batch(tiles, config.batch_size, rng, config.device, uncond_ratio)
         with torch.no_grad():
@@ -223,8 +251,12 @@ def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: M
 
         loss, parts = meanflow_loss(fn, x, cond, flow, gen)
         if decode_weight > 0.0:
-            decoded, decoded_parts = one_step_decode_loss(model, fn, x, cond, batch, gen)
+            decoded, decoded_parts = _existence_loss(one_step_sample(model, fn, x, cond, gen), batch)
             loss, parts = loss + decode_weight * decoded, {**parts, **decoded_parts}
+        if junction_weight > 0.0:
+            out = one_step_sample(model, fn, x, cond, gen, t_min=JUNCTION_T_MIN)
+            joined, joined_parts = junction_loss(out["lane_feat"], out["lane_logit"], batch)
+            loss, parts = loss + junction_weight * joined, {**parts, **joined_parts}
         return loss, parts
     return loss_fn
 
