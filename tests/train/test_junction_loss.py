@@ -87,6 +87,9 @@ def test_dit_loss_with_junction_weight_trains_the_dit_on_the_one_step_sample() -
     fn = dit_loss_fn(model, tiles, TrainConfig(batch_size=3), MeanFlowConfig(), junction_weight=0.05)
     loss, parts = fn(np.random.default_rng(0), torch.Generator().manual_seed(0))
     assert "junction_m" in parts and np.isfinite(parts["junction_m"])
+    plain = dit_loss_fn(model, tiles, TrainConfig(batch_size=3), MeanFlowConfig())
+    alone, alone_parts = plain(np.random.default_rng(0), torch.Generator().manual_seed(0))
+    assert "junction_m" not in alone_parts and float(loss) != float(alone)   # the term is added, and only with a weight
     loss.backward()
     assert any(float(p.grad.abs().sum()) > 0.0 for p in model.dit.parameters() if p.grad is not None)
 

@@ -135,9 +135,8 @@ def train_deltasim(train: Samples, config: TrainConfig = TrainConfig(),
     net = DeltaSimNet(net_config)
     opt = torch.optim.AdamW(net.parameters(), lr=learning_rate(config.lr, 0.0), weight_decay=config.weight_decay)
     tokens = vocab.nearest(train.motion.astype(np.float64))
-    epoch_size = len(train) + (config.start_weight - 1) * len(set_off_samples(train)) if config.start_weight > 1 \
-        else len(train)
-    steps_per_epoch = max(1, epoch_size // config.batch_size)
+    extra = max(config.start_weight - 1, 0) * len(set_off_samples(train))
+    steps_per_epoch = max(1, (len(train) + extra) // config.batch_size)
     total = steps_per_epoch * config.epochs
     rng = np.random.default_rng(config.seed)
     start = time.perf_counter()
