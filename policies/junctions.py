@@ -6,8 +6,10 @@ light lets go (or at junctions without lights) the rules below decide; a permiss
 turning connector) yields to the other green movements, and at a junction without lights a minor road (a
 lower speed limit) yields to the major one.
 
-Two connectors conflict when their centrelines cross, pass within 3 m, or merge into the same lane. An agent about
-to enter a connector is granted it only if no agent occupies or has been granted a conflicting one.
+Two connectors conflict when their centrelines cross, pass within 3 m, or merge into the same lane; for a long
+vehicle (a truck, a bus) "pass close" is judged on the boxes it sweeps through the junction, whose corners swing
+far off a tight connector's centreline (:func:`swept_outline`). An agent about to enter a connector is granted it
+only if no agent occupies or has been granted a conflicting one.
 Requests are served in order: agents too close to stop (they enter anyway), then agents that waited
 ``PATIENCE_S`` (they reserve their connector even when they cannot go yet, so newcomers cannot starve
 them), then the closest.
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vectorworld.geometry import point_segment_distance, wrap_angle
+from vectorworld.geometry import point_segment_distance, polyline_headings, resample_by_spacing, wrap_angle
 from vectorworld.scene import Lane, LaneGraph, LaneType
 from vectorworld.signals import SignalState, SignalView, is_red, is_yellow
 
@@ -28,6 +30,14 @@ YELLOW_STOP_DECEL_MPS2 = 3.0
 """On yellow an agent stops if that needs at most this deceleration (m/s^2); otherwise it goes through."""
 SIGNAL_LOOKAHEAD_M = 70.0
 """Lights farther ahead than this (m) along the route are not looked at yet."""
+LONG_VEHICLE_M = 6.5
+"""Vehicles longer than this (m) are judged at junctions by the boxes they sweep, not by their centrelines."""
+SWEPT_BOX_M = {False: (5.0, 2.0), True: (12.0, 2.6)}
+"""(length, width) in m of the box swept along a connector by a car and by a long vehicle (the longest the world
+spawns is 11 m; WOMD's buses are about 12 m)."""
+SWEPT_GAP_M = 1.0
+"""A long vehicle's connector conflicts with another when the boxes swept along them come closer than this (m);
+for two cars on straight connectors that is the 3 m centreline rule."""
 
 
 def signal_holds(states: np.ndarray, speed_mps: np.ndarray, front_m: np.ndarray,
@@ -73,34 +83,70 @@ def _pass_close(la: Lane, lb: Lane, clearance_m: float = 3.0) -> bool:
     return bool(d.min() < clearance_m)
 
 
+def swept_outline(lane: Lane, length_m: float, width_m: float) -> np.ndarray:
+    """(K, 2) points covering the boxes of ``length_m`` x ``width_m`` whose centre follows ``lane``'s centreline
+    (every metre), continued straight for half a length before its start and past its end: while the centre
+    approaches or leaves the connector, the box's front or tail is still in the junction."""
+    centre = resample_by_spacing(lane.points, 1.0)
+    heads = polyline_headings(centre)
+    half = length_m / 2.0
+    reach = np.linspace(half, 0.0, max(2, int(np.ceil(half)) + 1))[:-1, None]                # (E, 1)
+    before = centre[0] - reach * np.array([np.cos(heads[0]), np.sin(heads[0])])
+    after = centre[-1] + reach[::-1] * np.array([np.cos(heads[-1]), np.sin(heads[-1])])
+    centres = np.concatenate([before, centre, after])
+    heads = np.concatenate([np.full(len(before), heads[0]), heads, np.full(len(after), heads[-1])])
+    s, w = np.meshgrid(np.linspace(-half, half, 5), np.array([-1.0, 0.0, 1.0]) * width_m / 2.0)
+    cos, sin = np.cos(heads)[:, None], np.sin(heads)[:, None]
+    x = centres[:, :1] + cos * s.ravel() - sin * w.ravel()
+    y = centres[:, 1:] + sin * s.ravel() + cos * w.ravel()
+    return np.stack([x.ravel(), y.ravel()], -1)
+
+
+def _sweeps_close(outline_a: np.ndarray, outline_b: np.ndarray) -> bool:
+    """Whether two swept outlines (K, 2), (M, 2) come within :data:`SWEPT_GAP_M` of each other."""
+    lo, hi = np.maximum(outline_a.min(0), outline_b.min(0)), np.minimum(outline_a.max(0), outline_b.max(0))
+    if np.any(lo - hi > SWEPT_GAP_M):
+        return False  # the bounding boxes are apart
+    d = outline_a[:, None] - outline_b[None]
+    return bool(np.einsum("abk,abk->ab", d, d).min() < SWEPT_GAP_M**2)
+
+
 class ConflictMap:
-    """Caches whether pairs of connector lanes conflict."""
+    """Caches whether pairs of connector lanes conflict, for cars and for long vehicles on them."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[int, int], bool] = {}
+        self._cache: dict[tuple[int, int, bool, bool], bool] = {}
+        self._outlines: dict[tuple[int, bool], np.ndarray] = {}
 
-    def conflict(self, graph: LaneGraph, a: int, b: int) -> bool:
+    def conflict(self, graph: LaneGraph, a: int, b: int, long_a: bool = False, long_b: bool = False) -> bool:
+        """Whether connectors ``a`` and ``b`` conflict; ``long_a`` / ``long_b``: a long vehicle drives on it."""
         if a == b:
             return False  # followers on one connector are handled by car following
-        key = (a, b) if a < b else (b, a)
+        key = (a, b, long_a, long_b) if a < b else (b, a, long_b, long_a)
         hit = self._cache.get(key)
         if hit is None:
             la, lb = graph[a], graph[b]
-            if np.linalg.norm(la.points.mean(0) - lb.points.mean(0)) > la.length_m + lb.length_m:
+            reach = (SWEPT_BOX_M[True][0] if long_a or long_b else 0.0)
+            if np.linalg.norm(la.points.mean(0) - lb.points.mean(0)) > la.length_m + lb.length_m + reach:
                 hit = False
+            elif set(la.successors) & set(lb.successors) or _segments_cross(la.points, lb.points):
+                hit = True
+            elif long_a or long_b:
+                hit = not set(la.predecessors) & set(lb.predecessors) and _sweeps_close(
+                    self._outline(la, long_a), self._outline(lb, long_b))
             else:
-                hit = (bool(set(la.successors) & set(lb.successors)) or _segments_cross(la.points, lb.points)
-                       or _pass_close(la, lb))
+                hit = _pass_close(la, lb)
             self._cache[key] = hit
         return hit
 
-    def any_conflict(self, graph: LaneGraph, a: int, others: Sequence[int]) -> bool:
-        """Whether connector ``a`` conflicts with any of ``others`` (the hot loop of granting)."""
+    def any_conflict(self, graph: LaneGraph, a: int, others: Sequence[tuple[int, bool]], long_a: bool = False) -> bool:
+        """Whether connector ``a`` conflicts with any of ``others`` ((connector, long vehicle on it) pairs; the
+        hot loop of granting)."""
         cache = self._cache
-        for b in others:
-            hit = cache.get((a, b) if a < b else (b, a))
+        for b, long_b in others:
+            hit = cache.get((a, b, long_a, long_b) if a < b else (b, a, long_b, long_a))
             if hit is None:
-                hit = self.conflict(graph, a, b)
+                hit = self.conflict(graph, a, b, long_a, long_b)
             if hit and a != b:
                 return True
         return False
@@ -108,6 +154,13 @@ class ConflictMap:
     def forget(self, lane_ids: Sequence[int]) -> None:
         gone = set(lane_ids)
         self._cache = {k: v for k, v in self._cache.items() if k[0] not in gone and k[1] not in gone}
+        self._outlines = {k: v for k, v in self._outlines.items() if k[0] not in gone}
+
+    def _outline(self, lane: Lane, long: bool) -> np.ndarray:
+        outline = self._outlines.get((lane.id, long))
+        if outline is None:
+            outline = self._outlines[(lane.id, long)] = swept_outline(lane, *SWEPT_BOX_M[long])
+        return outline
 
 
 PATIENCE_S = 5.0
@@ -131,22 +184,28 @@ class JunctionRequest:
     yields: bool = False
     """A permissive green left or a minor road: served after the agents that do not yield (committed agents
     still go first, and a yielding agent that waited :data:`YIELD_PATIENCE_S`)."""
+    length_m: float = 0.0
+    """The agent's length: a long vehicle's connector conflicts by its swept boxes (:data:`LONG_VEHICLE_M`)."""
+
+    @property
+    def long(self) -> bool:
+        return self.length_m > LONG_VEHICLE_M
 
 
-def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[int, int],
+def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: Mapping[int, float],
                      requests: Sequence[JunctionRequest], waited_s: Mapping[int, float] | None = None,
                      patience_s: float = PATIENCE_S) -> set[int]:
     """Agent ids allowed to enter their next connector.
 
-    occupied: connector lane id -> number of agents currently on it. waited_s: how long each agent has
-    been held at its entry. Committed agents go first, then those who waited ``patience_s`` or more
+    occupied: connector lane id -> the length (m) of the longest agent on it (0: none). waited_s: how long
+    each agent has been held at its entry. Committed agents go first, then those who waited ``patience_s`` or more
     (:data:`YIELD_PATIENCE_S` for yielding agents; longest first), then the others by distance, yielding
     agents last. A patient agent that still cannot go reserves its connector, so that a stream of newcomers
     on a conflicting connector cannot starve it.
     """
     waited = waited_s or {}
     granted: set[int] = set()
-    taken = [c for c, n in occupied.items() if n > 0]
+    taken = [(c, length > LONG_VEHICLE_M) for c, length in occupied.items() if length > 0]
 
     def patient(r: JunctionRequest) -> bool:
         return waited.get(r.agent_id, 0.0) >= (max(patience_s, YIELD_PATIENCE_S) if r.yields else patience_s)
@@ -156,11 +215,11 @@ def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: dict[in
         return (not r.committed, not patient(r), -wait if patient(r) else 0.0, r.yields, r.distance_m, r.agent_id)
 
     for req in sorted(requests, key=priority):
-        if req.committed or not conflicts.any_conflict(graph, req.connector, taken):
+        if req.committed or not conflicts.any_conflict(graph, req.connector, taken, req.long):
             granted.add(req.agent_id)
-            taken.append(req.connector)
+            taken.append((req.connector, req.long))
         elif patient(req):
-            taken.append(req.connector)
+            taken.append((req.connector, req.long))
     return granted
 
 

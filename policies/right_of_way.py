@@ -114,7 +114,8 @@ class RightOfWay:
             dist = profile.connector_s - s_k
             reach_m = max(self.params.junction_approach_m, float(a.speed[slot]) * APPROACH_HORIZON_S)
             if profile.connector >= 0 and 0.0 <= dist <= reach_m:
-                requests.append(self.junction_request(int(a.id[slot]), profile.connector, dist, float(a.speed[slot])))
+                requests.append(self.junction_request(int(a.id[slot]), profile.connector, dist, float(a.speed[slot]),
+                                                      float(a.length[slot])))
         requested = frozenset(r.agent_id for r in requests)
         standing = self._minor_yields(inp, self._lights(inp, requests))
         standing = self._exit_clear(inp, standing)
@@ -138,9 +139,12 @@ class RightOfWay:
         self._last = (inp.agents, inp.step, decision)
         return decision
 
-    def junction_request(self, agent_id: int, connector: int, distance_m: float, speed_mps: float) -> JunctionRequest:
-        """A request to enter ``connector``, ``distance_m`` ahead of an agent driving at ``speed_mps``."""
-        return JunctionRequest(agent_id, connector, distance_m, self._committed(speed_mps, distance_m))
+    def junction_request(self, agent_id: int, connector: int, distance_m: float, speed_mps: float,
+                         length_m: float = 0.0) -> JunctionRequest:
+        """A request to enter ``connector``, ``distance_m`` ahead of an agent ``length_m`` long driving at
+        ``speed_mps``."""
+        return JunctionRequest(agent_id, connector, distance_m, self._committed(speed_mps, distance_m),
+                               length_m=length_m)
 
     def signal_stops(self, inp: PolicyInput, slots: np.ndarray, profiles: list[PathProfile],
                      s_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -239,18 +243,38 @@ class RightOfWay:
         """Whether an agent at ``speed`` can no longer stop within ``distance_m`` at the hard braking limit."""
         return speed * speed / (2.0 * self.params.max_decel_mps2) > distance_m - 0.5
 
-    def _occupied_connectors(self, inp: PolicyInput) -> dict[int, int]:
-        """Connectors with a *moving* agent on them. A stopped agent does not hold its connector: if it
-        stands in someone's way, car following stops them behind it; if not, nobody needs to wait (this
-        prevents junction deadlocks)."""
-        occupied: dict[int, int] = {}
-        a = inp.agents
-        moving = {int(i) for i in a.id[a.valid & (a.speed > 0.3)]}
-        for agent_id, route in inp.routes.items():
-            if (agent_id in moving and route and route[0] in inp.graph
-                    and inp.graph[route[0]].lane_type == LaneType.CONNECTOR):
-                occupied[route[0]] = occupied.get(route[0], 0) + 1
+    def _occupied_connectors(self, inp: PolicyInput) -> dict[int, float]:
+        """Connector -> the length of the longest *moving* agent on it: its centre is on the connector, or it
+        left the connector less than half its length ago (its tail is still in the junction). A stopped agent
+        does not hold its connector: if it stands in someone's way, car following stops them behind it; if
+        not, nobody needs to wait (this prevents junction deadlocks)."""
+        occupied: dict[int, float] = {}
+        a, graph = inp.agents, inp.graph
+        moving = np.nonzero(a.valid & (a.speed > 0.3))[0]
+        for slot, agent_id in zip(moving.tolist(), a.id[moving].tolist(), strict=True):
+            route = inp.routes.get(agent_id)
+            if not route or route[0] not in graph:
+                continue
+            length, lane = float(a.length[slot]), graph[route[0]]
+            if lane.lane_type == LaneType.CONNECTOR:
+                occupied[lane.id] = max(occupied.get(lane.id, 0.0), length)
+            elif float(np.hypot(*(a.xy[slot] - lane.points[0]))) < length / 2.0:
+                tail = _connector_behind(inp, slot, lane.predecessors)
+                if tail is not None:
+                    occupied[tail] = max(occupied.get(tail, 0.0), length)
         return occupied
+
+
+def _connector_behind(inp: PolicyInput, slot: int, predecessors: tuple[int, ...]) -> int | None:
+    """The connector among ``predecessors`` that the tail of the agent in ``slot`` is still on (the one closest
+    to its rear end; None if none of them is a connector)."""
+    a, graph = inp.agents, inp.graph
+    connectors = [graph[p] for p in predecessors if p in graph and graph[p].lane_type == LaneType.CONNECTOR]
+    if not connectors:
+        return None
+    yaw = float(a.yaw[slot])
+    rear = a.xy[slot] - a.length[slot] / 2.0 * np.array([np.cos(yaw), np.sin(yaw)])
+    return min(connectors, key=lambda c: float(np.min(np.hypot(*(c.points - rear).T)))).id
 
 
 def _lights_ahead(inp: PolicyInput, profiles: list[PathProfile], s_now: np.ndarray

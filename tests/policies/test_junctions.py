@@ -32,3 +32,37 @@ def test_patient_agent_reserves_its_connector_against_newcomers():
     patient = {10: PATIENCE_S + 0.1}
     assert grant_connectors(graph, conflicts, {2: 1}, [waiting, newcomer], patient) == set()
     assert grant_connectors(graph, conflicts, {}, [waiting, newcomer], patient) == {10}
+
+
+def tight_turn_graph(gap_m: float) -> LaneGraph:
+    """Connector 1 turns right on a 6 m radius, (0, 0) east to (6, -6) south; connector 2 runs north, ``gap_m``
+    east of connector 1's exit (the GPUDrive junction where a 10 m truck's box met the ego: 3.56 m apart)."""
+    arc = np.linspace(np.pi / 2, 0.0, 12)
+    turn = np.stack([6.0 * np.cos(arc), 6.0 * np.sin(arc) - 6.0], -1)
+    ys = np.linspace(-14.0, 6.0, 11)
+    graph = LaneGraph()
+    graph.add([Lane(1, turn, lane_type=LaneType.CONNECTOR),
+               Lane(2, np.stack([np.full_like(ys, 6.0 + gap_m), ys], -1), lane_type=LaneType.CONNECTOR)])
+    return graph
+
+
+def test_a_long_vehicle_conflicts_by_the_boxes_it_sweeps_not_by_its_centreline() -> None:
+    """Cars on the two connectors 3.6 m apart pass each other; a truck turning on the tight connector swings
+    its front over the other one, so neither a car nor a truck may be granted it beside the truck."""
+    graph, conflicts = tight_turn_graph(3.6), ConflictMap()
+    assert not conflicts.conflict(graph, 1, 2)
+    assert conflicts.conflict(graph, 1, 2, long_a=True)
+    assert conflicts.conflict(graph, 2, 1, long_b=True)                 # the same pair, asked the other way
+    truck, car = JunctionRequest(10, 1, 2.0, length_m=10.0), JunctionRequest(20, 2, 6.0, length_m=4.6)
+    assert grant_connectors(graph, conflicts, {}, [truck, car]) == {10}
+    assert grant_connectors(graph, conflicts, {1: 10.0}, [car]) == set()  # the truck is on its connector
+    assert grant_connectors(graph, conflicts, {1: 4.6}, [car]) == {20}    # a car on it is no obstacle
+
+
+def test_long_vehicles_on_parallel_connectors_a_lane_apart_do_not_conflict() -> None:
+    xs = np.linspace(0.0, 30.0, 7)
+    graph = LaneGraph()
+    graph.add([Lane(1, np.stack([xs, np.zeros_like(xs)], -1), lane_type=LaneType.CONNECTOR),
+               Lane(2, np.stack([xs, np.full_like(xs, 4.0)], -1), lane_type=LaneType.CONNECTOR)])
+    assert not ConflictMap().conflict(graph, 1, 2, long_a=True, long_b=True)
+    assert ConflictMap().conflict(tight_turn_graph(6.0), 1, 2, long_a=True) is False  # far enough for the swing

@@ -175,3 +175,18 @@ def test_a_pedestrian_on_a_crosswalk_holds_agents_that_can_stop_but_not_committe
     committed = [(10, -3.0, 0.0, EAST, 10.0)]                          # 10 m/s, 3 m: it cannot stop
     d = RightOfWay().decide(dataclasses.replace(_input(_graph(), committed, routes), crossing_blocked=frozenset({2})))
     assert d.granted == {10} and not d.by_crossing
+
+
+def test_a_long_vehicle_holds_its_connector_until_its_tail_has_left_it() -> None:
+    """A truck whose centre left connector 3 onto lane 8 three metres ago still has 2 m of tail on 3, which
+    crosses connector 2: the car before 2 waits. A car there has left 3 whole, and the other car goes."""
+    graph = _graph()
+    graph.add([Lane(8, np.array([[15.0, 15.0], [15.0, 60.0]]))])
+    graph.connect(3, 8)
+    rows = [(10, -5.0, 0.0, EAST, 4.0), (11, 15.0, 18.0, NORTH, 5.0)]
+    routes = {10: [1, 2], 11: [8]}
+    inp = _input(graph, rows, routes)
+    assert RightOfWay().decide(inp).granted == {10}                    # a 4.6 m car: its tail is off connector 3
+    truck = dataclasses.replace(inp.agents, length=np.where(inp.agents.id == 11, 10.0, inp.agents.length))
+    d = RightOfWay().decide(dataclasses.replace(inp, agents=truck))
+    assert d.held == {10: 2} and not d.granted
