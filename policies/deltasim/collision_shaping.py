@@ -27,6 +27,9 @@ import torch
 
 from vectorworld.errors import ConfigError
 
+STANDING_MPS = 0.1
+"""Neighbours slower than this (m/s) stand (:attr:`CollisionShapingConfig.standing_margin_m`)."""
+
 
 @dataclass(frozen=True)
 class CollisionShapingConfig:
@@ -45,6 +48,9 @@ class CollisionShapingConfig:
     """Neighbours ahead that drive the agent's way are predicted braking this hard (the others at constant
     velocity), so a follower keeps the gap that survives its leader's hard stop instead of tailgating."""
     max_range_m: float = 40.0
+    standing_margin_m: float = 0.3
+    """A standing neighbour's margin is at most this (m): traffic passes a car parked at the curb 0.4-0.5 m
+    beside its path, as IDM traffic (the teacher) does, instead of stopping behind it for good."""
 
     def __post_init__(self) -> None:
         if not len(self.times_s) == len(self.weights) == len(self.margins_m):
@@ -216,10 +222,12 @@ def collision_penalty(paths: torch.Tensor, own_length: torch.Tensor, own_width: 
     nb = neighbors[rows, cols]                                                 # (P, 11)
     own_path = paths[rows]                                                     # (P, Kc, T, 4)
     nb_xy = predicted_neighbor_xy(nb, times, config.lead_brake_mps2)           # (P, T, 2)
+    standing = nb[:, 4:6].norm(dim=-1) < STANDING_MPS
+    margins = torch.where(standing[:, None], margins.clamp(max=config.standing_margin_m), margins)  # (P, T)
     # Broad phase: bounding circles of both boxes plus the margin; only close (pair, candidate, time) go on.
     own_len = own_length[rows][:, None, None] + own_path[..., 3]               # (P, Kc, T) swept lengths
     reach = (torch.hypot(own_len, own_width[rows][:, None, None]) + torch.hypot(nb[:, 6], nb[:, 7])[:, None, None]) / 2
-    reach = reach + margins                                                    # (P, Kc, T)
+    reach = reach + margins[:, None]                                           # (P, Kc, T)
     centre_d2 = ((own_path[..., :2] - nb_xy[:, None]) ** 2).sum(-1)           # (P, Kc, T)
     p_i, k_i, t_i = torch.nonzero(centre_d2 < reach * reach, as_tuple=True)
     pose = own_path[p_i, k_i, t_i]                                             # (Q, 4)
@@ -237,7 +245,7 @@ def collision_penalty(paths: torch.Tensor, own_length: torch.Tensor, own_width: 
     # as deeply: its imagined braking path beyond an obstacle would otherwise look like an escape.
     overlap = (torch.relu(-gaps[:, 0]) + config.contact_m) * (clearance < 0)
     missing = torch.zeros_like(own_path[..., 0])                               # (P, Kc, T)
-    missing[p_i, k_i, t_i] = torch.relu(margins[t_i] - clearance) + overlap
+    missing[p_i, k_i, t_i] = torch.relu(margins[p_i, t_i] - clearance) + overlap
     per_pair = (torch.cummax(missing, dim=2).values * weights).sum(-1)         # (P, Kc)
     # Worst neighbour per agent: scatter-max the pairs back to their agents.
     index = rows[:, None].expand_as(per_pair)

@@ -90,6 +90,24 @@ def test_collision_penalty_counts_a_car_standing_alongside() -> None:
     assert torch.all(behind == 0.0)
 
 
+def test_a_car_parked_beside_the_path_is_passed_a_moving_one_there_is_not() -> None:
+    """A car 2.5 m to the right of the path, 6 m ahead (0.5 m of clearance): parked, it does not push down
+    driving on past it (IDM traffic passes it so); driving at 8 m/s the same way, it still does."""
+    cfg = CollisionShapingConfig()
+    prims = np.array([[0.8, 0.0, 0.0]])                                        # 8 m/s straight on
+    paths = torch.from_numpy(primitive_paths(prims, cfg).astype(np.float32))[None]
+    length, width = torch.tensor([4.5]), torch.tensor([2.0])
+    parked = torch.zeros(1, 1, 11)
+    parked[0, 0, :8] = torch.tensor([6.0, -2.5, 1, 0, 0, 0, 4.5, 2.0])
+    moving = parked.clone()
+    moving[0, 0, 4] = 8.0
+    mask = torch.tensor([[True]])
+    assert collision_penalty(paths, length, width, parked, mask, cfg)[0, 0] == 0.0
+    assert collision_penalty(paths, length, width, moving, mask, cfg)[0, 0] > 0.0
+    strict = CollisionShapingConfig(standing_margin_m=1.0)                     # the margins before: stops behind it
+    assert collision_penalty(paths, length, width, parked, mask, strict)[0, 0] > 0.0
+
+
 def test_warm_start_history_changes_the_decision() -> None:
     ckpt = _checkpoint()
     inp = synthetic_input(10, np.random.default_rng(5))
