@@ -143,7 +143,9 @@ class IdmCore:
             lane = held.get(int(a.id[slots[row]]))
             start = None if lane is None else profiles[row].lane_start_s.get(lane)
             if start is not None and start >= s_now[row] - a.length[slots[row]] / 2.0:
-                stop_at[row] = min(stop_at[row], start - 0.5 + a.length[slots[row]] / 2.0)
+                # IDM stands min_gap_m behind an obstacle: this one puts the front 0.5 m before the entry,
+                # whatever the length (a bus held at a crosswalk does not stand on it).
+                stop_at[row] = min(stop_at[row], start - 0.5 + p.min_gap_m)
         gap, lead_speed = np.full(n, np.inf), np.zeros(n)  # agents without a route stop anyway
         gap[rows], lead_speed[rows] = self._leaders(inp, slots[rows], ahead[rows], ahead_s[rows], s_now[rows])
         virtual_gap = stop_at - s_now - a.length[slots] / 2.0

@@ -3,6 +3,7 @@
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -96,6 +97,26 @@ def test_yields_to_agent_on_conflicting_connector(crossing_connectors):
     s, _, _ = geometry.project_to_polyline(agents.xy[:1], graph[1].points)
     assert agents.xy[0, 0] + 2.3 < 0.0 and agents.speed[0] < 0.1, "entered the junction without right of way"
     assert s[0] > 15.0
+
+
+@pytest.mark.parametrize("length_m", [4.6, 10.7])
+def test_held_at_a_junction_the_front_stops_before_the_entry_whatever_the_length(crossing_connectors, length_m):
+    """A car and a bus held before connector 2 both stand with their fronts 0.5 m before its entry (a bus
+    once stood 2.4 m into the junction, on a crosswalk there)."""
+    graph = crossing_connectors
+    agents = make_agents([-25.0, 15.0], [8.0, 2.0], ys=[0.0, -10.0], yaws=[0.0, np.pi / 2])
+    agents = dataclasses.replace(agents, length=np.where(agents.id == 0, length_m, agents.length))
+    routes = {0: [1, 2], 1: [3]}
+    controlled = np.array([True, False, False])
+    policy = IdmPolicy()
+    for step in range(150):
+        inp = PolicyInput(agents, controlled, graph, routes, ego_slot=2, step=step)
+        deltas = policy.act(inp, np.random.default_rng(0))
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
+        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy), agents.yaw,
+                                   np.where(controlled, speed, agents.speed))
+    front = agents.xy[0, 0] + length_m / 2.0
+    assert agents.speed[0] < 0.1 and -0.8 < front < -0.2, front
 
 
 def test_passes_car_parked_at_the_curb_but_stops_for_one_in_the_lane():
