@@ -1,6 +1,7 @@
 """Train the shipped DeltaSim checkpoint (exact recipe).
 
     python tools/train_deltasim.py [--data DIR] [--out policies/deltasim/weights]
+    python tools/train_deltasim.py --init-from policies/deltasim/weights --epochs 3 --lr 5e-4   # fine-tune
 
 Records IDM-teacher traffic in procedural Session rollouts into DIR (cached as deltasim_samples.npz, with
 the recipe beside it in deltasim_samples.json; reused on reruns only if the recipe is the same; about 8
@@ -40,12 +41,17 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="processes recording data (same samples)")
     parser.add_argument("--max-seconds", type=float, default=TrainConfig.max_seconds,
                         help="stop training after this many seconds (the record says so)")
+    parser.add_argument("--init-from", type=Path, default=None,
+                        help="fine-tune this checkpoint folder (its network and vocabulary) instead of training "
+                             "from scratch")
+    parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="peak learning rate")
     args = parser.parse_args()
     recipe = DataRecipe(episodes=args.episodes, steps=args.steps, record_every=args.record_every, seed=args.seed)
     config = TrainConfig(seed=args.seed, epochs=args.epochs, max_seconds=args.max_seconds,
-                         start_weight=args.start_weight)
+                         start_weight=args.start_weight, lr=args.lr)
     record = train_from_dir(args.data, args.out, recipe, config,
-                            log=lambda entry: print(json.dumps(entry), flush=True), workers=args.workers)
+                            log=lambda entry: print(json.dumps(entry), flush=True), workers=args.workers,
+                            init_from=args.init_from)
     print(json.dumps({"val": record["val"], "seconds": record["seconds"], "vocab_size": record["vocab_size"]}))
 
 

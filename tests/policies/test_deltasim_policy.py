@@ -228,3 +228,29 @@ def test_a_follower_at_a_tailgating_gap_is_pushed_to_brake() -> None:
     braking, constant = penalty(CollisionShapingConfig()), penalty(CollisionShapingConfig(lead_brake_mps2=1e-9))
     assert braking[0] > braking[1] > braking[2]
     assert braking[0] > constant[0] + 10.0
+
+
+def test_fine_tuning_starts_from_the_given_network_and_keeps_its_vocabulary() -> None:
+    samples = procedural_traffic(1, 40, 0, idm_teacher)
+    small = samples.subset(np.arange(0, len(samples), len(samples) // 64)[:64])
+    config = TrainConfig(epochs=2, batch_size=64, lr=5e-3, vocab_max_size=128, threads=1, max_seconds=3600)
+    start, vocab, _ = train_deltasim(small, config, DeltaSimNetConfig(d_model=32, num_layers=1))
+    frozen = dataclasses.replace(config, lr=1e-12, weight_decay=0.0)        # training that cannot move the weights
+    tuned, tuned_vocab, _ = train_deltasim(small, frozen, init=(start, vocab))
+    assert tuned_vocab is vocab and tuned is not start
+    for name, value in start.state_dict().items():
+        assert torch.allclose(tuned.state_dict()[name], value, atol=1e-6), name
+    fresh, _, _ = train_deltasim(small, frozen, DeltaSimNetConfig(d_model=32, num_layers=1), vocab=vocab)
+    assert not torch.allclose(fresh.state_dict()["logits_head.weight"], start.state_dict()["logits_head.weight"])
+
+
+def test_fine_tuning_refuses_a_checkpoint_that_observes_differently(tmp_path: Path) -> None:
+    from vectorworld.errors import ConfigError
+    from vectorworld.train.deltasim_recipe import _fine_tune_start
+
+    ckpt = _checkpoint()
+    save_checkpoint(tmp_path / "m", ckpt.net, ckpt.vocabulary, ckpt.observation)
+    assert _fine_tune_start(tmp_path / "m", ckpt.observation).vocabulary.size == ckpt.vocabulary.size
+    other = dataclasses.replace(ckpt.observation, max_neighbors=ckpt.observation.max_neighbors + 1)
+    with pytest.raises(ConfigError, match="max_neighbors"):
+        _fine_tune_start(tmp_path / "m", other)

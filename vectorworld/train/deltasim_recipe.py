@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from policies.deltasim.checkpoint import save_checkpoint
+from policies.deltasim.checkpoint import DeltaSimCheckpoint, load_checkpoint, save_checkpoint
 from policies.deltasim.net import DeltaSimNetConfig
 from policies.deltasim.observation import ObservationConfig
 from policies.idm import IdmParams, IdmPolicy
@@ -102,9 +102,14 @@ def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationC
 def train_from_dir(data_dir: Path, out_dir: Path, recipe: DataRecipe = DataRecipe(),
                    config: TrainConfig = TrainConfig(), net_config: DeltaSimNetConfig = DeltaSimNetConfig(),
                    observation: ObservationConfig = ObservationConfig(),
-                   log: Callable[[dict], None] | None = None, workers: int = 1) -> dict:
+                   log: Callable[[dict], None] | None = None, workers: int = 1,
+                   init_from: Path | None = None) -> dict:
     """Record (or load) data, train, and write the checkpoint folder ``out_dir`` (``model.safetensors``,
-    ``config.json``) and ``out_dir/train_record.json``. Returns the training record."""
+    ``config.json``) and ``out_dir/train_record.json``. Returns the training record.
+
+    ``init_from``: a checkpoint folder to fine-tune instead of training from scratch (its network and
+    vocabulary; its observation settings must be ``observation``'s, ConfigError naming the field if not)."""
+    init = _fine_tune_start(init_from, observation) if init_from is not None else None
     samples = load_or_record(data_dir, recipe, observation, workers, log)
     episodes = int(samples.episode.max()) + 1
     first_val = episodes - max(1, int(round(episodes * recipe.val_fraction)))
@@ -114,13 +119,27 @@ def train_from_dir(data_dir: Path, out_dir: Path, recipe: DataRecipe = DataRecip
                                      max_neighbors=observation.max_neighbors,
                                      max_lane_chunks=observation.max_lane_chunks,
                                      chunk_points=observation.chunk_points)
-    net, vocab, record = train_deltasim(train, config, net_config, val=val, log=log)
+    net, vocab, record = train_deltasim(train, config, net_config, val=val, log=log,
+                                        init=None if init is None else (init.net, init.vocabulary))
     record["val"] = evaluate_bc(net, vocab, val)
     record["val_samples"] = len(val)
     meta = {"recipe": dataclasses.asdict(recipe), "train": dataclasses.asdict(config),
             "data": "IDM teacher traffic in procedural Session rollouts (vectorworld.train.deltasim_corpus)",
             "record": record}
+    if init is not None:
+        meta["fine_tuned_from"] = {"folder": str(init_from), "meta": init.meta}
     out_dir = Path(out_dir)
     save_checkpoint(out_dir, net, vocab, observation, meta)
     (out_dir / "train_record.json").write_text(json.dumps(meta, indent=1))
     return record
+
+
+def _fine_tune_start(folder: Path, observation: ObservationConfig) -> DeltaSimCheckpoint:
+    """The checkpoint to fine-tune, refused when it observes differently from the corpus to be recorded."""
+    start = load_checkpoint(folder)
+    for f in dataclasses.fields(ObservationConfig):
+        if getattr(start.observation, f.name) != getattr(observation, f.name):
+            raise ConfigError(f"cannot fine-tune {folder}: its observation.{f.name} is "
+                              f"{getattr(start.observation, f.name)!r}, the corpus records "
+                              f"{getattr(observation, f.name)!r}")
+    return start

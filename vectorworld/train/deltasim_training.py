@@ -123,16 +123,26 @@ def bc_losses(net: DeltaSimNet, vocab: MotionVocabulary, samples: Samples, index
 
 def train_deltasim(train: Samples, config: TrainConfig = TrainConfig(),
                    net_config: DeltaSimNetConfig | None = None, val: Samples | None = None,
-                   vocab: MotionVocabulary | None = None,
-                   log: Callable[[dict], None] | None = None) -> tuple[DeltaSimNet, MotionVocabulary, dict]:
-    """Train a DeltaSim network by behaviour cloning. Returns (net in eval mode, vocabulary, record)."""
+                   vocab: MotionVocabulary | None = None, log: Callable[[dict], None] | None = None,
+                   init: tuple[DeltaSimNet, MotionVocabulary] | None = None
+                   ) -> tuple[DeltaSimNet, MotionVocabulary, dict]:
+    """Train a DeltaSim network by behaviour cloning. Returns (net in eval mode, vocabulary, record).
+
+    ``init``: a trained network and its vocabulary to fine-tune (a copy of its weights and its vocabulary are
+    used; ``net_config`` and ``vocab`` are then ignored): the world changed, but not so much that what the
+    network knows is lost."""
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)  # parameter init; data order uses the numpy rng below
-    vocab = vocab or build_vocabulary(train, config)
-    net_config = net_config or DeltaSimNetConfig()
-    net_config = replace(net_config, vocab_size=vocab.size,
-                         residual_scale=(vocab.eps, vocab.eps, vocab.eps / vocab.theta_weight))
-    net = DeltaSimNet(net_config)
+    if init is not None:
+        start_net, vocab = init
+        net = DeltaSimNet(start_net.config)
+        net.load_state_dict(start_net.state_dict())
+    else:
+        vocab = vocab or build_vocabulary(train, config)
+        net_config = net_config or DeltaSimNetConfig()
+        net_config = replace(net_config, vocab_size=vocab.size,
+                             residual_scale=(vocab.eps, vocab.eps, vocab.eps / vocab.theta_weight))
+        net = DeltaSimNet(net_config)
     opt = torch.optim.AdamW(net.parameters(), lr=learning_rate(config.lr, 0.0), weight_decay=config.weight_decay)
     tokens = vocab.nearest(train.motion.astype(np.float64))
     extra = max(config.start_weight - 1, 0) * len(set_off_samples(train))
