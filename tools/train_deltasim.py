@@ -45,8 +45,11 @@ def main() -> None:
                         help="fine-tune this checkpoint folder (its network and vocabulary) instead of training "
                              "from scratch")
     parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="peak learning rate")
+    parser.add_argument("--speed-factor", type=float, nargs=2, default=DataRecipe.speed_factor, metavar=("LO", "HI"),
+                        help="range of the teacher drivers' speed factor (one per recorded episode)")
     args = parser.parse_args()
-    recipe = DataRecipe(episodes=args.episodes, steps=args.steps, record_every=args.record_every, seed=args.seed)
+    recipe = DataRecipe(episodes=args.episodes, steps=args.steps, record_every=args.record_every, seed=args.seed,
+                        speed_factor=tuple(args.speed_factor))
     config = TrainConfig(seed=args.seed, epochs=args.epochs, max_seconds=args.max_seconds,
                          start_weight=args.start_weight, lr=args.lr)
     record = train_from_dir(args.data, args.out, recipe, config,

@@ -10,7 +10,7 @@ import pytest
 
 from policies.deltasim.kdisks import body_delta
 from policies.deltasim.observation import ObservationBuilder, ObservationConfig, policy_slots
-from vectorworld.errors import ConfigError
+from vectorworld.errors import ConfigError, DataFormatError
 from vectorworld.train.deltasim_corpus import SessionCorpusConfig, session_episode_samples
 from vectorworld.train.deltasim_recipe import (
     RECIPE_FILE,
@@ -68,3 +68,18 @@ def test_a_cache_of_another_recipe_is_refused(tmp_path: Path) -> None:
     (tmp_path / RECIPE_FILE).write_text(json.dumps({**json.loads(json.dumps(vars(DataRecipe()))), "episodes": 3}))
     with pytest.raises(ConfigError, match="recorded with recipe"):
         load_or_record(tmp_path, DataRecipe(), ObservationConfig())
+
+
+def test_the_teachers_speed_factor_range_is_part_of_the_recipe(tmp_path: Path) -> None:
+    """Drivers are drawn from the recipe's speed-factor range; a cache recorded with another range is refused,
+    and one recorded before the range was a field counts as the range then fixed (0.7 to 1.15)."""
+    draws = [idm_teacher(np.random.default_rng(k), (0.9, 1.1)).core.params.speed_factor for k in range(20)]
+    assert all(0.9 <= f <= 1.1 for f in draws) and max(draws) - min(draws) > 0.1
+    assert idm_teacher(np.random.default_rng(0), (1.0, 1.0)).core.params.speed_factor == 1.0
+    (tmp_path / SAMPLES_FILE).write_bytes(b"not read before the recipe matches")
+    legacy = {k: v for k, v in json.loads(json.dumps(vars(DataRecipe()))).items() if k != "speed_factor"}
+    (tmp_path / RECIPE_FILE).write_text(json.dumps(legacy))
+    with pytest.raises(ConfigError, match="recorded with recipe"):
+        load_or_record(tmp_path, DataRecipe(speed_factor=(0.85, 1.15)), ObservationConfig())
+    with pytest.raises(DataFormatError):   # the recipe matches: the (fake) samples are read
+        load_or_record(tmp_path, DataRecipe(speed_factor=(0.7, 1.15)), ObservationConfig())

@@ -9,6 +9,7 @@ The corpus is recorded by :mod:`vectorworld.train.deltasim_corpus` on Session se
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ class DataRecipe:
     seed: int = 0
     val_fraction: float = 0.1
     action_noise: tuple[float, float, float] = (0.04, 0.05, 0.015)
+    speed_factor: tuple[float, float] = (0.7, 1.15)
+    """Range of the teacher drivers' speed factor (x the speed limit), drawn once per episode."""
 
     def corpus(self) -> SessionCorpusConfig:
         return SessionCorpusConfig(episodes=self.episodes, steps=self.steps, warmup_steps=self.warmup_steps,
@@ -54,20 +57,21 @@ class DataRecipe:
                                    action_noise=self.action_noise)
 
 
-def idm_teacher(rng: np.random.Generator) -> IdmPolicy:
+def idm_teacher(rng: np.random.Generator, speed_factor: tuple[float, float] = DataRecipe.speed_factor) -> IdmPolicy:
     """IDM with parameters drawn around the calm urban default (one driver style per episode)."""
     return IdmPolicy(IdmParams(
         time_headway_s=float(rng.uniform(1.0, 2.0)),
         min_gap_m=float(rng.uniform(2.0, 3.5)),
         max_accel_mps2=float(rng.uniform(1.2, 2.5)),
         comfort_decel_mps2=float(rng.uniform(2.0, 3.5)),
-        speed_factor=float(rng.uniform(0.7, 1.15)),
+        speed_factor=float(rng.uniform(*speed_factor)),
     ))
 
 
 def _recorded(recipe: dict) -> dict:
-    """The fields of a recipe (as JSON) that decide the recorded samples (the split is made at training)."""
-    return {k: v for k, v in recipe.items() if k != "val_fraction"}
+    """The fields of a recipe (as JSON) that decide the recorded samples (the split is made at training); a
+    cache recorded before the speed-factor range was a field had the range that was then fixed."""
+    return {"speed_factor": [0.7, 1.15], **{k: v for k, v in recipe.items() if k != "val_fraction"}}
 
 
 def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationConfig, workers: int = 1,
@@ -93,7 +97,8 @@ def load_or_record(data_dir: Path, recipe: DataRecipe, observation: ObservationC
                               "(or remove this cache) to record the requested recipe", field="data_dir")
         return Samples.load(path)
     data_dir.mkdir(parents=True, exist_ok=True)
-    samples = session_corpus(recipe.corpus(), idm_teacher, observation, log=log, workers=workers)
+    teacher = functools.partial(idm_teacher, speed_factor=recipe.speed_factor)
+    samples = session_corpus(recipe.corpus(), teacher, observation, log=log, workers=workers)
     samples.save(path)
     (data_dir / RECIPE_FILE).write_text(json.dumps(wanted, indent=1))
     return samples
