@@ -81,19 +81,25 @@ def test_never_rear_ends_braking_leader(v_follow, gap, v_lead):
         assert agents.xy[1, 0] - agents.xy[0, 0] > 4.6, f"rear-ended at step {step}"
 
 
+def drive_first_agent(graph, agents, routes, steps):
+    """Agent 0 driven by IDM (heading kept), the others standing still, for ``steps`` steps."""
+    controlled = np.array([True, False, False])
+    policy = IdmPolicy()
+    for step in range(steps):
+        inp = PolicyInput(agents, controlled, graph, routes, ego_slot=2, step=step)
+        deltas = policy.act(inp, np.random.default_rng(0))
+        xy, _, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
+        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy), agents.yaw,
+                                   np.where(controlled, speed, agents.speed))
+    return agents
+
+
 def test_yields_to_agent_on_conflicting_connector(crossing_connectors):
     """Two connectors cross; the agent already on one has the right of way."""
     graph = crossing_connectors
     agents = make_agents([-15.0, 15.0], [8.0, 2.0], ys=[0.0, -10.0], yaws=[0.0, np.pi / 2])
     routes = {0: [1, 2], 1: [3]}
-    controlled = np.array([True, False, False])
-    policy = IdmPolicy()
-    for step in range(80):
-        inp = PolicyInput(agents, controlled, graph, routes, ego_slot=2, step=step)
-        deltas = policy.act(inp, np.random.default_rng(0))
-        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
-        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy), agents.yaw,
-                                   np.where(controlled, speed, agents.speed))
+    agents = drive_first_agent(graph, agents, routes, 80)
     s, _, _ = geometry.project_to_polyline(agents.xy[:1], graph[1].points)
     assert agents.xy[0, 0] + 2.3 < 0.0 and agents.speed[0] < 0.1, "entered the junction without right of way"
     assert s[0] > 15.0
@@ -107,14 +113,7 @@ def test_held_at_a_junction_the_front_stops_before_the_entry_whatever_the_length
     agents = make_agents([-25.0, 15.0], [8.0, 2.0], ys=[0.0, -10.0], yaws=[0.0, np.pi / 2])
     agents = dataclasses.replace(agents, length=np.where(agents.id == 0, length_m, agents.length))
     routes = {0: [1, 2], 1: [3]}
-    controlled = np.array([True, False, False])
-    policy = IdmPolicy()
-    for step in range(150):
-        inp = PolicyInput(agents, controlled, graph, routes, ego_slot=2, step=step)
-        deltas = policy.act(inp, np.random.default_rng(0))
-        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, deltas, 0.1)
-        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy), agents.yaw,
-                                   np.where(controlled, speed, agents.speed))
+    agents = drive_first_agent(graph, agents, routes, 150)
     front = agents.xy[0, 0] + length_m / 2.0
     assert agents.speed[0] < 0.1 and -0.8 < front < -0.2, front
 
