@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from vectorworld.cli import app
-from vectorworld.eval.realism import FEATURES, compare, wasserstein_1
+from vectorworld.eval.generator_metrics import js_divergence
+from vectorworld.eval.realism import FEATURES, compare, jsd_floor, wasserstein_1
 from vectorworld.eval.realism_features import Samples, Snapshot, lane_samples, min_turn_radius, tile_samples
 from vectorworld.eval.realism_sources import SampleSet, reference_samples
 from vectorworld.scene import AgentType, Lane, LaneGraph
@@ -94,6 +95,19 @@ def test_distances_vanish_for_equal_samples_and_grow_with_the_gap() -> None:
             assert far[f.name]["jsd"] > 0.1
 
 
+def test_the_floor_is_what_a_reference_of_that_size_from_the_same_distribution_shows() -> None:
+    rng = np.random.default_rng(1)
+    bins = np.linspace(-4.0, 4.0, 33)
+    generated = rng.normal(0.0, 1.0, 5000)
+    small, large = jsd_floor(generated, 30, bins), jsd_floor(generated, 3000, bins)
+    assert small > 5 * large > 0.0
+    assert jsd_floor(generated, 30, bins) == small  # seeded
+    # Independent references of 30 from the same distribution measure about the floor; a shifted one does not.
+    same = np.median([js_divergence(generated, rng.normal(0.0, 1.0, 30), bins) for _ in range(200)])
+    assert 0.8 * small < same < 1.25 * small
+    assert js_divergence(generated, rng.normal(1.0, 1.0, 30), bins) > 2 * small
+
+
 @pytest.mark.skipif(not WOMD.exists(), reason="shared WOMD sample missing")
 def test_reference_tiles_of_the_womd_sample() -> None:
     ref = reference_samples(f"womd:{WOMD}")
@@ -112,7 +126,8 @@ def test_cli_json_and_png(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert set(report["features"]) == {f.name for f in FEATURES}
     assert report["generated_tiles"] > 0 and report["reference_tiles"] == 45
-    assert report["features"]["lanes_per_tile"]["jsd"] is not None
+    lanes = report["features"]["lanes_per_tile"]
+    assert lanes["jsd"] is not None and 0.0 < lanes["jsd_floor"] < 0.5
     assert png.stat().st_size > 10_000
 
 

@@ -28,7 +28,7 @@ def _print_table(report: dict) -> None:
 
     table = Table(title=f"realism: {report['generated']} ({report['generated_tiles']} tiles) vs "
                         f"{report['reference']} ({report['reference_tiles']} tiles)")
-    for name in ("feature", "generated mean (p10-p90)", "reference mean (p10-p90)", "JSD", "W1"):
+    for name in ("feature", "generated mean (p10-p90)", "reference mean (p10-p90)", "JSD", "floor", "W1"):
         table.add_column(name, justify="left" if name == "feature" else "right")
     for row in table_rows(report):
         table.add_row(*row)

@@ -5,6 +5,12 @@ Both sides are pooled samples (:mod:`vectorworld.eval.realism_features`, sources
 p50, p90) and two distances: the Jensen-Shannon divergence (base 2, in [0, 1]) on the feature's fixed
 bins, and the 1-Wasserstein distance in the feature's unit (for a share, the difference of shares).
 JSD is the headline distance: it is unit-free, so one threshold reads the same for every row.
+
+A JSD between finite samples is never 0, even for a perfect generator: each row also gets its floor
+(:func:`jsd_floor`), the JSD a reference of that size would show against a generator that matched it
+exactly. A distance near its floor says the reference cannot tell the two apart; halving it is not
+measurable. The floor treats samples as independent; samples of one tile (or of overlapping tiles of one
+map) are not, so the true floor is higher.
 """
 
 from __future__ import annotations
@@ -65,6 +71,21 @@ def wasserstein_1(a: np.ndarray, b: np.ndarray, points: int = 512) -> float:
     return float(np.mean(np.abs(np.quantile(a, q) - np.quantile(b, q))))
 
 
+FLOOR_DRAWS = 200
+"""Bootstrap draws behind each row's :func:`jsd_floor`."""
+
+
+def jsd_floor(generated: np.ndarray, reference_size: int, bins: np.ndarray, draws: int = FLOOR_DRAWS,
+              seed: int = 0) -> float:
+    """Median JSD between ``generated`` and ``draws`` samples of ``reference_size`` values drawn from it
+    (with replacement, seeded): how far a reference of that size from the same distribution would look."""
+    if len(generated) == 0 or reference_size == 0:
+        return float("nan")
+    rng = np.random.default_rng(seed)
+    return float(np.median([js_divergence(generated, rng.choice(generated, reference_size), bins)
+                            for _ in range(draws)]))
+
+
 def summarize(values: np.ndarray) -> dict[str, float | int | None]:
     """n, mean, p10, p50, p90 (None when empty)."""
     if len(values) == 0:
@@ -81,8 +102,9 @@ def compare(generated: SampleSet, reference: SampleSet) -> dict[str, object]:
         a, b = generated.samples.array(f.name), reference.samples.array(f.name)
         jsd = js_divergence(a, b, np.asarray(f.bins)) if len(a) and len(b) else None
         w1 = wasserstein_1(a, b) if len(a) and len(b) else None
+        floor = jsd_floor(a, len(b), np.asarray(f.bins)) if len(a) and len(b) else None
         rows[f.name] = {"label": f.label, "unit": f.unit, "share": f.share, "generated": summarize(a),
-                        "reference": summarize(b), "jsd": jsd, "w1": w1}
+                        "reference": summarize(b), "jsd": jsd, "jsd_floor": floor, "w1": w1}
     return {"generated": generated.label, "reference": reference.label, "generated_tiles": generated.tiles,
             "reference_tiles": reference.tiles, "features": rows}
 
@@ -93,8 +115,9 @@ def _fmt(x: float | None, share: bool = False) -> str:
     return f"{100 * x:.0f}%" if share else f"{x:.3g}"
 
 
-def table_rows(report: dict[str, object]) -> list[tuple[str, str, str, str, str]]:
-    """(feature, generated, reference, JSD, W1) strings: mean (p10-p90), or the share for share rows."""
+def table_rows(report: dict[str, object]) -> list[tuple[str, str, str, str, str, str]]:
+    """(feature, generated, reference, JSD, JSD floor, W1) strings: mean (p10-p90), or the share for share
+    rows."""
     out = []
     for row in report["features"].values():  # type: ignore[union-attr]
         cells = []
@@ -105,5 +128,5 @@ def table_rows(report: dict[str, object]) -> list[tuple[str, str, str, str, str]
             else:
                 cells.append(f"{_fmt(s['mean'])} ({_fmt(s['p10'])}-{_fmt(s['p90'])})" if s["n"] else "-")
         label = row["label"] + (f" [{row['unit']}]" if row["unit"] and row["unit"] != "share" else "")
-        out.append((label, cells[0], cells[1], _fmt(row["jsd"]), _fmt(row["w1"])))
+        out.append((label, cells[0], cells[1], _fmt(row["jsd"]), _fmt(row["jsd_floor"]), _fmt(row["w1"])))
     return out
