@@ -13,7 +13,10 @@ compares this checkout with another one (e.g. main, or a worktree of the commit 
 of ``--seeds`` seeds it runs this checkout's rollout and the other's back to back (alternating which goes
 first), each in a fresh process with that checkout first on ``PYTHONPATH``, so both face the same machine
 load; it prints both rows per seed and the means of RTF and wall seconds per km, and the median of the per-pair
-RTF ratios (``--repeat R`` runs each seed's pair R times, alternating the order).
+RTF ratios (``--repeat R`` runs each seed's pair R times, alternating the order). Both modes end with the ms
+per step of every stage of ``Session.advance`` (``Session.stages``: right of way, NPC policy, pedestrians, ego
+planner, integrate, metrics, scoring, routes, world, retire) and of the NPC policy's own stages (ΔSim:
+observation, scoring, sampling), so a slower commit shows where it is slower.
 """
 
 from __future__ import annotations
@@ -40,11 +43,14 @@ def one(km: float, seed: int, generator: str, npc: str, planner: str = "idm") ->
     session = Session(SessionConfig(seed=seed, target_km=km, generator=generator, npc_policy=npc, planner=planner))
     session.reset()
     agent_steps, wall, observe_s, observed = 0, 0.0, 0.0, 0
+    policy_ms: dict[str, float] = {}  # the NPC policy's own stages, where it times them (ΔSim)
     while not session.done:
         t0 = time.perf_counter()
         session.advance()  # what `vectorworld rollout` does per step
         wall += time.perf_counter() - t0
         agent_steps += int(session.agents.valid.sum())
+        for stage, ms in (getattr(session.npc_policy, "last_timing", None) or {}).items():
+            policy_ms[stage] = policy_ms.get(stage, 0.0) + ms
         if session.step_index % 10 == 0:  # what a served session adds: building the observation
             t0 = time.perf_counter()
             session.observe()
@@ -59,7 +65,9 @@ def one(km: float, seed: int, generator: str, npc: str, planner: str = "idm") ->
             "tile_ms_p95": round(float(np.percentile(tiles, 95)), 2),
             "npc_policy_ms": round(report["npc_policy_ms"], 3),
             "observe_ms": round(observe_s / max(observed, 1) * 1e3, 3),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "stage_ms": {**{k: round(v, 3) for k, v in session.stages.per_step_ms(report["steps"]).items()},
+                         **{f"npc_policy.{k}": round(v / report["steps"], 3) for k, v in policy_ms.items()}}}
 
 
 def main() -> None:
@@ -86,10 +94,11 @@ def main() -> None:
                               "--generator", args.generator, "--npc", args.npc, "--planner", args.planner],
                              check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
-    keys = list(rows[0])
+    keys = [k for k in rows[0] if k != "stage_ms"]
     print(" | ".join(keys))
     for r in rows:
         print(" | ".join(str(r[k]) for k in keys))
+    print_stages({f"{r['km']:.1f} km": [r] for r in rows})
     if len(rows) > 1:
         print(f"peak memory difference {rows[-1]['km']:.1f} km vs {rows[0]['km']:.1f} km: "
               f"{rows[-1]['peak_rss_mb'] - rows[0]['peak_rss_mb']:+.1f} MB")
@@ -128,6 +137,24 @@ def ab(args: argparse.Namespace) -> None:
     ratios = [a["rtf"] / b["rtf"] for a, b in zip(rows["this"], rows["other"], strict=True)]
     print(f"rtf this / other per pair: median {statistics.median(ratios):.3f} (range {min(ratios):.3f} .. "
           f"{max(ratios):.3f}, {len(ratios)} pairs)")
+    print_stages(rows)
+
+
+def print_stages(columns: dict[str, list[dict]]) -> None:
+    """ms per step of each stage of ``Session.advance`` (and the NPC policy's own stages), averaged over each
+    column's runs; a checkout whose bench does not time stages shows '-'."""
+    means: dict[str, dict[str, float]] = {}
+    for name, runs in columns.items():
+        timed = [r["stage_ms"] for r in runs if "stage_ms" in r]
+        stages = dict.fromkeys(stage for t in timed for stage in t)
+        means[name] = {stage: statistics.fmean(t.get(stage, 0.0) for t in timed) for stage in stages}
+    stages = list(dict.fromkeys(stage for m in means.values() for stage in m))
+    if not stages:
+        return
+    print("ms per step | " + " | ".join(columns))
+    for stage in stages:
+        print(f"{stage} | " + " | ".join(f"{means[name][stage]:.3f}" if stage in means[name] else "-"
+                                         for name in columns))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.red_lights import red_light_entry
 from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns, slow_for_lights
+from vectorworld.sim.stage_clock import StageClock
 from vectorworld.sim.stuck_causes import stuck_cause
 from vectorworld.vehicle.commands import (
     ControlCommand,
@@ -97,6 +98,8 @@ class Session:
         self.ego_id = 0
         self.ego_plan = np.zeros((0, 3))
         self.wall_s = 0.0
+        self.stages = StageClock()
+        """Wall time per stage of :meth:`advance` over the episode (timing only)."""
         self._last_step_metrics = StepMetrics()
         self._pending_tiles: list[Tile] = []
         self._pending_lanes: list[Lane] = []
@@ -190,20 +193,24 @@ class Session:
             raise StepMismatchError(f"step request names step {expected_step} but the session is at "
                                     f"step {self.step_index}")
         t0 = time.perf_counter()
+        clock = self.stages
+        clock.start()
         before = self.agents
         if command is not None:  # refused before anything moves, so a bad request changes nothing
             command = validate_command(command, before.xy[self.ego_slot])
         inp = self.policy_input(np.zeros(before.capacity, bool))
+        clock.lap("right_of_way")
         # NPCs: one batched call. It goes first so that a planning pass the IDM ego planner shares with the
         # IDM NPCs is timed as NPC policy time; both decide from the same state, so the order is free.
-        t_npc = time.perf_counter()
         xy, yaw, speed, valid = self.driver.move(before, inp, self.ego_slot, self.step_index, self.npc_rng)
+        npc_ms = clock.lap("npc_policy")
         walkers, xy_w, yaw_w, speed_w = self.crossings.move(before, self.world.crosswalks, self.world.graph,
                                                              self.routes.routes, self.step_index * DT_S, DT_S)
         xy[walkers], yaw[walkers], speed[walkers] = xy_w, yaw_w, speed_w
-        npc_ms = (time.perf_counter() - t_npc) * 1e3
+        npc_ms += clock.lap("pedestrians")
         if command is None:
             command = validate_command(self.planner.plan(inp), before.xy[self.ego_slot])
+        clock.lap("ego_planner")
         self._pending_tiles, self._pending_lanes, self._removed_lanes = [], [], []
         self._npc_ms_step = npc_ms
         self.metrics.npc_policy_ms.append(npc_ms)
@@ -211,6 +218,7 @@ class Session:
         xy[self.ego_slot], yaw[self.ego_slot], speed[self.ego_slot] = ego_xy, ego_yaw, ego_speed
         self.agents = dataclasses.replace(before, valid=valid).with_state(xy, yaw, speed)
         self.step_index += 1
+        clock.lap("integrate")
         step_metrics = self.tracker.step(before, self.agents, self.ego_slot, before.valid & self.agents.valid,
                                          self.world.drivable)
         e = self.ego_slot
@@ -221,6 +229,7 @@ class Session:
             step_metrics = dataclasses.replace(step_metrics, ego_red_light=True)
             self.scorer.red_light(self.step_index, red)
         self.metrics.add(step_metrics)
+        clock.lap("metrics")
         routed = np.fromiter(self.routes.routes, np.int64, len(self.routes.routes))
         self.scorer.step(self.step_index, self.agents, self.ego_slot, self.world.graph,
                          tuple(self.routes.get(self.ego_id)), step_metrics.ego_collided_ids, step_metrics.ego_offroad,
@@ -229,14 +238,18 @@ class Session:
         if started:
             step_metrics = dataclasses.replace(step_metrics, score_events=started)
         self._last_step_metrics = step_metrics
+        clock.lap("scoring")
         live = np.nonzero(self.agents.valid)[0]
         self.routes.advance(self.world.graph, self.agents.id[live], self.agents.xy[live], self.agents.yaw[live])
         for agent_id in np.sort(self.agents.id[live]).tolist():
             self.routes.extend(self.world.graph, self.route_rng, agent_id, dead_ends=self.world.dead_ends)
         self._avoid_dead_end()
+        clock.lap("routes")
         self._cover()
+        clock.lap("world")
         self._retire()
         self._update_end(step_metrics)
+        clock.lap("retire")
         self.wall_s += time.perf_counter() - t0
 
     def _ego_next(self, command: EgoCommand) -> tuple[np.ndarray, float, float]:
