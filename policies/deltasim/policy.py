@@ -46,12 +46,12 @@ from policies.deltasim.infer import DeltaSimInference
 from policies.deltasim.net import observation_tensors
 from policies.deltasim.observation import Observation, ObservationBuilder, policy_slots
 from policies.deltasim.route_shaping import RouteShapingConfig
-from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
+from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, static_scorer, trace_scorer
 from policies.deltasim.start_shaping import StartShapingConfig, free_to_start, start_penalty
 from vectorworld.errors import ConfigError
 
-_Scorer = DeltaSimScorer | torch.jit.ScriptModule
-"""The eager scorer or its frozen trace (same call signature)."""
+_Scorer = DeltaSimScorer | torch.jit.ScriptModule | torch._C.StaticModule
+"""The eager scorer, its frozen trace, or the trace under Static Runtime (same call signature)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class DeltaSimConfig:
     cores).
     ``trace``: run the scoring graph (network, shaping, candidates, collision penalty) as a frozen
     TorchScript trace (the same ops, less Python overhead).
+    ``static_runtime``: run that trace under PyTorch's Static Runtime (the same graph and outputs, less
+    per-op overhead; :func:`policies.deltasim.scoring.static_scorer`).
     ``hold_parked``: agents standing off every route are held still (see
     :func:`policies.deltasim.observation.policy_slots`).
     ``route_keeping``: push down candidates that leave the route (:mod:`policies.deltasim.route_shaping`)."""
@@ -79,6 +81,7 @@ class DeltaSimConfig:
     route: RouteShapingConfig = RouteShapingConfig()
     threads: int = 1
     trace: bool = True
+    static_runtime: bool = True
     hold_parked: bool = True
     start: StartShapingConfig | None = StartShapingConfig()
     """Push a standing agent with a free way ahead to set off (:mod:`policies.deltasim.start_shaping`); None
@@ -164,7 +167,8 @@ class DeltaSimPolicy(Policy):
 
     def _scorer(self, inputs: dict[str, torch.Tensor]) -> tuple[DeltaSimInference, _Scorer]:
         """The folded network and the scorer around it (rebuilt whenever the checkpoint's weights changed;
-        with ``config.trace`` the scorer is a frozen TorchScript trace recorded on ``inputs``)."""
+        with ``config.trace`` the scorer is a frozen TorchScript trace recorded on ``inputs``, run under Static
+        Runtime with ``config.static_runtime``)."""
         net = self.checkpoint.net
         if self._params is None:
             self._params = list(net.parameters())
@@ -182,7 +186,10 @@ class DeltaSimPolicy(Policy):
                     dt_s).astype(np.float32))
             scorer = DeltaSimScorer(fast, prims, dt_s, cfg.kinematic_shaping, cfg.shaping_weight, cfg.candidates,
                                     paths, cfg.collision if cfg.collision_avoidance else None, route, points)
-            self._scoring = (fast, trace_scorer(scorer, inputs) if cfg.trace else scorer)
+            if cfg.trace:
+                scorer = trace_scorer(scorer, inputs)
+                scorer = static_scorer(scorer) if cfg.static_runtime else scorer
+            self._scoring = (fast, scorer)
             self._scoring_version = version
         return self._scoring
 

@@ -27,7 +27,13 @@ from policies.deltasim.observation import ObservationBuilder, ObservationConfig
 from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy, torch_threads
 from policies.deltasim.route_shaping import RouteShapingConfig, route_penalty
 from policies.deltasim.scenes import synthetic_input
-from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, reachable_neighbors, trace_scorer
+from policies.deltasim.scoring import (
+    SCORER_INPUTS,
+    DeltaSimScorer,
+    reachable_neighbors,
+    static_scorer,
+    trace_scorer,
+)
 from vectorworld.errors import ConfigError
 
 
@@ -99,6 +105,17 @@ def test_traced_scorer_equals_eager_for_other_batch_sizes(collision: bool, route
         assert traced_out[1].shape == (n, 25)
         for a, b in zip(eager_out, traced_out, strict=True):
             assert torch.allclose(a, b, rtol=1e-6, atol=1e-5) if a.is_floating_point() else torch.equal(a, b)
+
+
+def test_static_runtime_scorer_returns_the_trace_outputs_bit_for_bit() -> None:
+    traced = trace_scorer(_scorer(True, True), _inputs(1, 3))
+    fast = static_scorer(traced)
+    assert isinstance(fast, torch._C.StaticModule)  # this torch has Static Runtime: the test checks it, not the trace
+    for n, seed in ((1, 10), (6, 11), (23, 12)):
+        args = [_inputs(n, seed)[name] for name in SCORER_INPUTS]
+        with torch.inference_mode():
+            for a, b in zip(traced(*args), fast(*args), strict=True):
+                assert a.dtype == b.dtype and torch.equal(a, b)
 
 
 def test_scorer_collision_penalty_equals_the_plain_penalty_on_its_candidates() -> None:
