@@ -41,6 +41,7 @@ if str(ROOT) not in sys.path:
 
 from vectorworld.generation.learned.egr_dit import DiTConfig  # noqa: E402
 from vectorworld.generation.learned.meanflow import MeanFlowConfig  # noqa: E402
+from vectorworld.generation.learned.outpaint import OutpaintModel  # noqa: E402
 from vectorworld.generation.learned.tile_tensors import TileTensors  # noqa: E402
 from vectorworld.generation.learned.vae import VAEConfig  # noqa: E402
 from vectorworld.train.generator_run import RunConfig, run_training, write_record  # noqa: E402
@@ -93,6 +94,9 @@ def main() -> None:
     parser.add_argument("--build-worlds", type=int, default=400, help="procedural worlds when no --corpus")
     parser.add_argument("--resume", action="store_true", help="continue <out>/run_state.pt")
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="main")
+    parser.add_argument("--init-from", type=Path, default=None,
+                        help="fine-tune this generator checkpoint folder (its VAE and DiT configs; no VAE stage)")
+    parser.add_argument("--dit-lr", type=float, default=RunConfig.dit_lr, help="peak learning rate of the DiT stage")
     parser.add_argument("--vae-steps", type=int, default=3000)
     parser.add_argument("--dit-steps", type=int, default=40000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -128,11 +132,15 @@ def main() -> None:
         held = build_corpus(CorpusConfig(worlds=20, seed=50_000))
     heldout = [TileTensors(**{k: v[i] for k, v in held.items()}) for i in range(len(held["lane_valid"]))]
     variant = VARIANTS[args.variant]
+    vae = VAEConfig()
     dit = DiTConfig(dim=args.dit_dim, depth=args.dit_depth, edge_gating=variant.get("edge_gating", True))
-    config = RunConfig(vae=VAEConfig(), dit=dit,
+    if args.init_from is not None:  # a fine-tune keeps the checkpoint's architecture
+        vae, dit, _ = OutpaintModel.configs(args.init_from)
+    config = RunConfig(vae=vae, dit=dit,
                        flow=MeanFlowConfig(flow_matching_only=variant.get("flow_matching_only", False)),
                        vae_steps=args.vae_steps, dit_steps=args.dit_steps, batch_size=args.batch_size,
                        decode_weight=args.decode_weight, junction_weight=args.junction_weight,
+                       dit_lr=args.dit_lr, init_from=str(args.init_from or ""),
                        seed=args.seed, eval_every=args.eval_every, eval_tiles=args.eval_tiles,
                        checkpoint_every_s=args.checkpoint_minutes * 60.0, device=device)
 

@@ -10,7 +10,9 @@ import torch
 
 from tests.generation.conftest import one_torch_thread  # noqa: F401  (the fixture)
 from tests.generation.synthetic_tiles import synthetic_tiles
+from vectorworld.errors import ConfigError
 from vectorworld.generation.learned.egr_dit import DiTConfig
+from vectorworld.generation.learned.outpaint import OutpaintModel
 from vectorworld.generation.learned.tile_tensors import TileTensors
 from vectorworld.generation.learned.vae import VAEConfig
 from vectorworld.train.generator_run import LATEST, STATE_FILE, RunConfig, run_training
@@ -65,3 +67,30 @@ def test_a_finished_run_resumed_with_more_dit_steps_continues(tmp_path: Path) ->
     extended = run_training(tiles, held, longer, tmp_path, resume=True)
     assert extended.state.stage == "done" and extended.dit_trainer.step == 9
     assert [p["dit_step"] for p in extended.state.curve] == [3.0, 6.0, 9.0]
+
+
+def test_a_run_initialised_from_a_checkpoint_fine_tunes_its_dit_and_keeps_its_vae(tmp_path: Path) -> None:
+    tiles, held = _data()
+    run_training(tiles, held, CONFIG, tmp_path / "source")   # its model is exported to source/latest
+    checkpoint = tmp_path / "source" / LATEST
+    shipped = OutpaintModel.load(checkpoint)
+    tune = replace(CONFIG, dit_steps=3, init_from=str(checkpoint))
+    start = run_training(tiles, held, tune, tmp_path / "tune", stop_after_steps=CONFIG.vae_steps)
+    assert start.state.stage == "dit" and start.dit_trainer.step == 0   # no VAE stage of its own
+    assert start.state.latent_scale == pytest.approx(float(shipped.latent_scale))
+    for key, value in shipped.dit.state_dict().items():
+        assert torch.equal(start.model.dit.state_dict()[key], value), key
+    tuned = run_training(tiles, held, tune, tmp_path / "tune2")
+    assert tuned.state.stage == "done" and tuned.dit_trainer.step == 3
+    for key, value in shipped.vae.state_dict().items():
+        assert torch.equal(tuned.model.vae.state_dict()[key], value), key        # the VAE is never trained
+    moved = [k for k, v in shipped.dit.state_dict().items() if not torch.equal(tuned.model.dit.state_dict()[k], v)]
+    assert moved                                                                   # the DiT is
+
+
+def test_init_from_a_checkpoint_of_another_architecture_names_the_config(tmp_path: Path) -> None:
+    tiles, held = _data()
+    run_training(tiles, held, CONFIG, tmp_path / "source")
+    other = replace(CONFIG, dit=replace(DIT, dim=16), init_from=str(tmp_path / "source" / LATEST))
+    with pytest.raises(ConfigError, match="dit config"):
+        run_training(tiles, held, other, tmp_path / "tune")

@@ -4,7 +4,9 @@
 optimiser, schedule, both RNG states, step counters, loss history, validity curve, accumulated wall time)
 every ``checkpoint_every_s`` seconds, when it stops, and at the end. Called again with ``resume=True`` it
 continues from that file: the run is a pure function of its config and data, so k steps + resume + n - k
-steps give the same weights as n steps straight (same device and thread count).
+steps give the same weights as n steps straight (same device and thread count). With ``init_from`` a run
+starts from a generator checkpoint instead (a fine-tune): its VAE stands for the VAE stage, its DiT and
+latent scale start the DiT stage with a fresh optimiser and schedule.
 
 During the DiT stage, every ``eval_every`` steps the model samples held-out tiles at one step and the
 validity filter judges them (:func:`validity_on_tiles`): the curve of the recipe. The latest model is
@@ -23,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vectorworld.errors import ConfigError
 from vectorworld.generation.learned.egr_dit import DiTConfig
 from vectorworld.generation.learned.meanflow import MeanFlowConfig
 from vectorworld.generation.learned.outpaint import OutpaintModel
@@ -72,6 +75,9 @@ class RunConfig:
     eval_candidates: int = 2
     checkpoint_every_s: float = 180.0
     device: str = "cpu"
+    init_from: str = ""
+    """A generator checkpoint folder to fine-tune ('' = train from scratch); ``vae`` and ``dit`` must be its
+    configs (:meth:`OutpaintModel.configs`)."""
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -175,6 +181,20 @@ class GeneratorRun:
                                    dit_loss_fn(self.model, self.tiles, dit_cfg, cfg.flow, cfg.uncond_ratio,
                                                cfg.decode_weight, cfg.junction_weight), dit_cfg)
         self.state.stage = "dit"
+
+    def init_from(self, folder: str | Path) -> None:
+        """Start from the checkpoint in ``folder``: its VAE is the VAE stage (marked done, never trained here),
+        its DiT and latent scale start the DiT stage. ConfigError when its configs are not this run's."""
+        source = OutpaintModel.load(folder)
+        for name, theirs, ours in (("vae", source.vae.config, self.config.vae),
+                                   ("dit", source.dit.config, self.config.dit)):
+            if theirs != ours:
+                raise ConfigError(f"init_from {folder}: its {name} config {theirs} is not the run's {ours}")
+        self.vae.load_state_dict(source.vae.state_dict())
+        self.vae_trainer.step = self.vae_trainer.config.steps
+        self._start_dit(float(source.latent_scale))
+        assert self.model is not None
+        self.model.dit.load_state_dict(source.dit.state_dict())
 
     # ---------------------------------------------------------------- persistence
     def save(self) -> Path:
@@ -290,10 +310,13 @@ def _export_copy(model: OutpaintModel, folder: Path, metadata: dict[str, object]
 def run_training(tiles: Tiles, heldout: list[TileTensors], config: RunConfig, out: str | Path,
                  resume: bool = False, max_seconds: float = float("inf"), stop_after_steps: int | None = None,
                  log: Log | None = None) -> GeneratorRun:
-    """Start (or, with ``resume`` and a state file in ``out``, continue) a run; returns it when it stops."""
+    """Start (or, with ``resume`` and a state file in ``out``, continue) a run; returns it when it stops.
+    A new run with ``config.init_from`` starts from that checkpoint (:meth:`GeneratorRun.init_from`)."""
     run = GeneratorRun(tiles, heldout, config, Path(out))
     if resume and (Path(out) / STATE_FILE).is_file():
         run.load()
+    elif config.init_from:
+        run.init_from(config.init_from)
     run.run(max_seconds, stop_after_steps, log)
     return run
 

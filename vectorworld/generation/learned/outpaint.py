@@ -85,16 +85,22 @@ class OutpaintModel(nn.Module):
                   "latent_scale": float(self.latent_scale), "metadata": metadata or {}}
         return save_checkpoint(folder, {"vae": self.vae, "dit": self.dit}, config)
 
+    @staticmethod
+    def configs(folder: str | Path) -> tuple[VAEConfig, DiTConfig, float]:
+        """The VAE and DiT configs and the latent scale of a checkpoint folder; CheckpointError when invalid."""
+        meta = read_config(folder)
+        try:
+            return VAEConfig(**meta["vae"]), DiTConfig(**meta["dit"]), float(meta["latent_scale"])
+        except (KeyError, TypeError, ValueError, ConfigError) as err:
+            raise CheckpointError(f"checkpoint config in {folder} is invalid: {err}") from err
+
     @classmethod
     def load(cls, folder: str | Path) -> OutpaintModel:
         """Load a checkpoint folder; CheckpointError when missing, corrupt or mismatched."""
-        meta = read_config(folder)
+        vae_config, dit_config, scale = cls.configs(folder)
         try:
-            vae_config = VAEConfig(**meta["vae"])
-            dit_config = DiTConfig(**meta["dit"])
-            scale = float(meta["latent_scale"])
             model = cls(vae_config, dit_config, scale)
-        except (KeyError, TypeError, ValueError, ConfigError) as err:
+        except ConfigError as err:
             raise CheckpointError(f"checkpoint config in {folder} is invalid: {err}") from err
         load_weights(folder, {"vae": model.vae, "dit": model.dit})
         model.latent_scale.fill_(scale)
