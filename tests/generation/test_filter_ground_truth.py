@@ -68,3 +68,16 @@ def test_two_ports_merging_into_one_lane_are_not_duplicates() -> None:
     merging = np.concatenate([_line((0.0, 3.0), (5.0, 0.4), 6)[:-1], _line((5.0, 0.4), (31.5, 0.0), 15)])
     check = check_candidate(np.stack([main, merging]), ports, known, StitchConfig())
     assert check.valid and check.keep.tolist() == [0, 1]
+
+
+def test_a_lane_that_curls_into_a_loop_is_dropped_and_a_u_turn_is_not() -> None:
+    """A decoded Bézier can curl into a 12 m loop (seed 6 of a learned rollout: its ego left the road);
+    a U-turn, which turns pi in all, stays."""
+    port = [FrontierPort(0, np.array([0.0, 0.0]), 0.0, True)]
+    known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0))])
+    loop = bezier_points(np.array([[0.0, 0.0], [14.0, 0.0], [-4.0, -8.0], [4.0, 2.0]]))
+    u_turn = bezier_points(np.array([[0.0, 0.0], [16.0, 0.0], [16.0, -10.0], [-30.0, -10.0]]))  # back to the border
+    curled = check_candidate(np.stack([loop]), port, known, StitchConfig())
+    assert not curled.valid and curled.unmatched_ports == 1 and len(curled.keep) == 0
+    turned = check_candidate(np.stack([u_turn]), port, known, StitchConfig())
+    assert turned.valid and turned.keep.tolist() == [0]

@@ -33,6 +33,9 @@ class StitchConfig:
     overlap_m: float = 1.2
     overlap_fraction: float = 0.5
     min_length_m: float = 3.0
+    max_turn_rad: float = 4.0
+    """A lane whose heading turns more than this in all (summed along it) is a loop, not a road: dropped
+    (U-turns turn pi; a decoded Bézier can curl into a 12 m loop that traffic cannot drive)."""
     prune_spurs: bool = True
     """Drop new lanes with a dangling end (repeatedly: a lane left dangling by that goes too) instead of
     rejecting the candidate; the verdict then rests on the ports still being continued. Off: the strict
@@ -182,16 +185,26 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     return drop
 
 
+def looped_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: lanes (K, P, 2) whose heading turns more than ``max_turn_rad`` in all."""
+    if len(lanes) == 0:
+        return np.zeros(0, bool)
+    seg = np.diff(lanes, axis=1)
+    heading = np.arctan2(seg[..., 1], seg[..., 0])
+    return np.abs(geometry.wrap_angle(np.diff(heading, axis=1))).sum(1) > config.max_turn_rad
+
+
 def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
                     config: StitchConfig) -> CandidateCheck:
     """Check one candidate's new lanes (K, P, 2) (tile frame) against ports and known lanes.
 
-    Duplicates (of known lanes or of each other) and too-short lanes are dropped first. Lanes connected to
+    Duplicates (of known lanes or of each other), too-short lanes and loops are dropped first. Lanes connected to
     nothing at either end (no port, no other new lane, away from the border) are then dropped as debris,
     and with ``prune_spurs`` every lane with a dangling end; any dangling end left, or a port no lane
     continues, makes the candidate invalid.
     """
-    keep = np.flatnonzero(~duplicate_lanes(lanes, known, config, _touches_required(lanes, ports, config)))
+    drop = duplicate_lanes(lanes, known, config, _touches_required(lanes, ports, config)) | looped_lanes(lanes, config)
+    keep = np.flatnonzero(~drop)
     check, dangling, isolated = _connect(lanes[keep], ports, config)
     if isolated.any():
         keep = keep[~isolated]
