@@ -1,7 +1,9 @@
 """Validity filter of decoded agents (tile frame): on a lane, aligned with it, clear of other agents.
 
-Vehicles must lie within ``max_lane_offset_m`` of a lane centreline and within ``max_heading_rad`` of its
-direction; pedestrians and cyclists only need to be inside the tile. Boxes may not overlap each other, and
+Moving vehicles must lie within ``max_lane_offset_m`` of a lane centreline, standing ones within
+``max_parked_offset_m`` (cars parked at the curb stand beside the lane: 2.45 m from its centre in the
+procedural city), and within ``max_heading_rad`` of its direction; pedestrians and cyclists only need to be
+inside the tile. Boxes may not overlap each other, and
 no spawn may come closer than ``clearance_m`` + its half length to an agent already in the world.
 """
 
@@ -18,6 +20,9 @@ from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
 @dataclass(frozen=True)
 class SpawnFilterConfig:
     max_lane_offset_m: float = 2.0
+    max_parked_offset_m: float = 3.0
+    parked_speed_mps: float = 0.5
+    """Vehicles slower than this stand (``max_parked_offset_m`` applies)."""
     max_heading_rad: float = np.deg2rad(25.0)
     clearance_m: float = 1.0
     min_x_m: float = 0.0
@@ -61,7 +66,8 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
                                                                   np.full(m, np.pi))
     inside = (np.max(np.abs(xy), -1) <= HALF_TILE_M) & (xy[:, 0] >= config.min_x_m)
     vehicle = agent_type == 0
-    on_lane = (off <= config.max_lane_offset_m) & (err <= config.max_heading_rad)
+    reach = np.where(state[:, 2] < config.parked_speed_mps, config.max_parked_offset_m, config.max_lane_offset_m)
+    on_lane = (off <= reach) & (err <= config.max_heading_rad)
     keep = inside & (~vehicle | on_lane)
     if len(existing_xy):
         gap = np.linalg.norm(xy[:, None] - existing_xy[None], axis=-1).min(1)
