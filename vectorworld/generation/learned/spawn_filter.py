@@ -2,9 +2,9 @@
 
 Moving vehicles must lie within ``max_lane_offset_m`` of a lane centreline, standing ones within
 ``max_parked_offset_m`` (cars parked at the curb stand beside the lane: 2.45 m from its centre in the
-procedural city), and within ``max_heading_rad`` of its direction; pedestrians and cyclists only need to be
-inside the tile. Boxes may not overlap each other, and
-no spawn may come closer than ``clearance_m`` + its half length to an agent already in the world.
+procedural city; 2.5 m is where DESIGN §8's ``offlane_rate`` starts), and within ``max_heading_rad`` of its
+direction; pedestrians and cyclists only need to be inside the tile. Boxes may not overlap each other, and no
+spawn may come closer than ``clearance_m`` + its half length to an agent already in the world.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
 @dataclass(frozen=True)
 class SpawnFilterConfig:
     max_lane_offset_m: float = 2.0
-    max_parked_offset_m: float = 3.0
+    max_parked_offset_m: float = 2.5
     parked_speed_mps: float = 0.5
     """Vehicles slower than this stand (``max_parked_offset_m`` applies)."""
     max_heading_rad: float = np.deg2rad(25.0)
