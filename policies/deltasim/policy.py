@@ -148,6 +148,11 @@ class DeltaSimPolicy(Policy):
         self.last_step: DeltaSimStep | None = None
         self.last_timing: dict[str, float] = {}
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the scorer: it is derived from the weights and rebuilt on first use (a Static
+        Runtime module has no pickle support, and a reloaded frozen trace does not keep its output dtypes)."""
+        return {**vars(self), "_scoring": None, "_scoring_version": -1, "_params": None}
+
     @property
     def checkpoint(self) -> DeltaSimCheckpoint:
         if self._ckpt is None:

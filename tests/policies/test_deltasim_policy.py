@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,16 @@ def test_same_seed_same_actions_different_seed_differs() -> None:
     assert not np.array_equal(a, c)
     greedy = DeltaSimPolicy(DeltaSimConfig(temperature=0.0), checkpoint=ckpt)
     assert np.array_equal(greedy.act(inp, np.random.default_rng(1)), greedy.act(inp, np.random.default_rng(2)))
+
+
+def test_a_pickled_policy_continues_exactly_as_the_original() -> None:
+    """A session snapshot pickles the policy after it has built its (Static Runtime) scorer."""
+    policy = DeltaSimPolicy(DeltaSimConfig(temperature=1.0), checkpoint=_checkpoint(logit_std=0.2))
+    first, later = (synthetic_input(n, np.random.default_rng(n)) for n in (12, 20))
+    policy.act(first, np.random.default_rng(0))
+    restored = pickle.loads(pickle.dumps(policy))
+    expected = policy.act(later, np.random.default_rng(5))
+    assert np.array_equal(restored.act(later, np.random.default_rng(5)), expected)
 
 
 def test_collision_penalty_pushes_down_primitives_into_a_stopped_leader() -> None:
