@@ -130,7 +130,7 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
     for i, tile in enumerate(tiles):
         ctx = context_from_tile(tile)
         batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]}, device)
-        decoded, _ = model.outpaint(batch, sampler, torch.Generator(device).manual_seed(seed + i))
+        decoded, _ = model.outpaint(batch, sampler, torch.Generator().manual_seed(seed + i))
         known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
         choice = choose_candidate(decoded["lane_feat"].cpu().numpy(),
                                   torch.sigmoid(decoded["lane_logit"]).cpu().numpy(), ctx.hints,

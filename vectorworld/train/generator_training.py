@@ -161,7 +161,7 @@ class Trainer:
         self.optimiser.load_state_dict(state["optimiser"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.rng.bit_generator.state = state["rng"]
-        self.gen.set_state(state["gen"])
+        self.gen.set_state(state["gen"].cpu())  # a state loaded with map_location="cuda" lands there
         self.history = [tuple(h) for h in state["history"]]
         self._running, self._count = dict(state["running"]), int(state["count"])
         self.last = dict(state.get("last", {}))
