@@ -100,7 +100,7 @@ class _ScriptedModel:
 
 
 def test_generate_picks_valid_candidate_and_stitches_exactly() -> None:
-    gen = LearnedTileGenerator(model=_ScriptedModel(), candidates=3, fallback="test-straight")
+    gen = LearnedTileGenerator(model=_ScriptedModel(), candidates=3, fallback="test-straight", frozen_graph=False)
     request = two_lane_request()
     content = gen.generate(request)
     assert not content.used_fallback
@@ -168,7 +168,7 @@ class _FirstTileModel(_ScriptedModel):
 
 def test_first_tile_is_generated_from_nothing() -> None:
     frame = TileFrame(np.array([5.0, 7.0]), 0.3)
-    gen = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight")
+    gen = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", frozen_graph=False)
     content = gen.first_tile(frame, IdAllocator(), np.random.default_rng(0))
     assert not content.used_fallback and len(content.lanes) == 2 and content.links == ()
     along = [lane for lane in content.lanes if abs(np.cos(lane.start_pose[1] - 0.3) - 1.0) < 1e-3]
@@ -179,9 +179,11 @@ def test_first_tile_is_generated_from_nothing() -> None:
     if len(content.agents):                                   # the ego's start stays clear
         xy = frame.to_local(content.agents.xy)
         assert np.linalg.norm(xy[:, None] - start[None], axis=-1).min() >= 12.0
-    fallback = LearnedTileGenerator(model=_ScriptedModel(), fallback="test-straight")  # no +x road: falls back
+    # no +x road: falls back
+    fallback = LearnedTileGenerator(model=_ScriptedModel(), fallback="test-straight", frozen_graph=False)
     assert fallback.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback
-    off = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", learned_first_tile=False)
+    off = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", learned_first_tile=False,
+                               frozen_graph=False)
     assert not off.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback   # fallback's own
 
 
@@ -199,10 +201,11 @@ class _SecondRoundModel(_ScriptedModel):
 
 
 def test_a_second_round_is_sampled_only_when_the_first_fails() -> None:
-    one = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, fallback="test-straight")
+    one = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, fallback="test-straight",
+                               frozen_graph=False)
     assert one.generate(two_lane_request()).used_fallback
     model = _SecondRoundModel()
-    two = LearnedTileGenerator(model=model, candidates=2, rounds=2, fallback="test-straight")
+    two = LearnedTileGenerator(model=model, candidates=2, rounds=2, fallback="test-straight", frozen_graph=False)
     content = two.generate(two_lane_request())
     assert not content.used_fallback and model.calls == 2 and two.last_diagnostics.checked == 3
     content = two.generate(two_lane_request())                  # a valid first round: no second call

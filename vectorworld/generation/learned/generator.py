@@ -52,6 +52,7 @@ from vectorworld.scene import AgentType, Lane, LaneGraph
 if TYPE_CHECKING:
     import torch
 
+    from vectorworld.generation.learned.one_step import OneStepGraph
     from vectorworld.generation.learned.outpaint import OutpaintModel
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -107,7 +108,10 @@ class LearnedTileGenerator(TileGenerator):
     """Outpaints frontier tiles with the learned model (see module docstring).
 
     ``candidates`` are sampled in one batched call per round; ``rounds`` > 1 samples a further batch only
-    when every candidate of the rounds before failed the filter (the fallback then comes later).
+    when every candidate of the rounds before failed the filter (the fallback then comes later). With
+    ``frozen_graph`` one-step MeanFlow runs as a frozen graph of the model's weights at first use
+    (:class:`~vectorworld.generation.learned.one_step.OneStepGraph`, the same samples for less dispatch);
+    off, the model's eager ``outpaint`` runs (a model whose weights still change, a stand-in in tests).
     """
 
     name = "learned"
@@ -116,7 +120,7 @@ class LearnedTileGenerator(TileGenerator):
                  candidates: int = DEFAULT_CANDIDATES, exist_threshold: float = 0.5, fallback: str = "procedural",
                  num_threads: int | None = 1, model: OutpaintModel | None = None,
                  stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
-                 learned_first_tile: bool = True, rounds: int = 1) -> None:
+                 learned_first_tile: bool = True, rounds: int = 1, frozen_graph: bool = True) -> None:
         from vectorworld.errors import ConfigError
 
         if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1 or rounds < 1:
@@ -128,11 +132,13 @@ class LearnedTileGenerator(TileGenerator):
         self.exist_threshold = exist_threshold
         self.fallback_name = fallback
         self.learned_first_tile = learned_first_tile
+        self.frozen_graph = frozen_graph
         self.num_threads = num_threads
         self.stitch_config = stitch_config or StitchConfig()
         self.spawn_config = spawn_config or SpawnFilterConfig()
         self._model = model
         self._fallback: TileGenerator | None = None
+        self._one_step: OneStepGraph | None = None
         self.last_diagnostics = TileDiagnostics()
 
     # ------------------------------------------------------------------ lazily built parts
@@ -144,6 +150,17 @@ class LearnedTileGenerator(TileGenerator):
 
             self._model = OutpaintModel.load(self.checkpoint)
         return self._model
+
+    def _one_step_graph(self) -> OneStepGraph:
+        """The frozen one-step sampler of the model (built on first use; not pickled)."""
+        if self._one_step is None:
+            from vectorworld.generation.learned.one_step import OneStepGraph
+
+            self._one_step = OneStepGraph(self.model, self.candidates)
+        return self._one_step
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**vars(self), "_one_step": None}
 
     @property
     def fallback(self) -> TileGenerator:
@@ -260,10 +277,14 @@ class LearnedTileGenerator(TileGenerator):
         from vectorworld.generation.learned.outpaint import SamplerConfig
         from vectorworld.generation.learned.vae import batch_to_torch
 
-        sampler = SamplerConfig(self.sampler_name, self.steps, self.candidates)
         with torch.inference_mode():
             batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]})
-            decoded, z = self.model.outpaint(batch, sampler, torch.Generator().manual_seed(seed))
+            generator = torch.Generator().manual_seed(seed)
+            if self.frozen_graph and self.sampler_name == "meanflow" and self.steps == 1:
+                decoded, z = self._one_step_graph()(batch, generator)
+            else:
+                sampler = SamplerConfig(self.sampler_name, self.steps, self.candidates)
+                decoded, z = self.model.outpaint(batch, sampler, generator)
             out = {"lane_feat": decoded["lane_feat"].numpy(),
                    "lane_prob": torch.sigmoid(decoded["lane_logit"]).numpy(),
                    "agent_feat": decoded["agent_feat"].numpy(),

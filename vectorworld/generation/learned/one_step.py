@@ -1,0 +1,83 @@
+"""The one-step sampler of one context as a single frozen graph: what the learned generator runs per tile.
+
+One-step MeanFlow outpainting is a fixed chain of small tensor ops at fixed shapes (one context tile, C
+candidates, ``max_lanes + max_agents`` tokens): VAE encode of the context, the DiT's edge terms, one DiT
+call x = z_1 - u(z_1, 0, 1), the condition tokens put back, and the decode without edges. On one CPU
+thread that chain is bound by per-op dispatch, not arithmetic, so :class:`OneStepGraph` records it once
+with ``torch.jit.trace``, freezes it and runs it under PyTorch's Static Runtime (the plain trace where a
+torch build lacks it). The noise is drawn outside the graph with the caller's generator, so a seed gives
+the same tile as the eager :meth:`OutpaintModel.outpaint` (``tests/generation/test_one_step.py``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+from vectorworld.generation.learned.outpaint import OutpaintModel
+
+INPUTS = ("lane_feat", "lane_valid", "lane_cond", "edges", "agent_feat", "agent_valid", "agent_cond", "lane_hint")
+"""The context batch fields the graph takes, in this order (see ``vae.batch_to_torch``), then the noise."""
+OUTPUTS = ("lane_feat", "lane_logit", "agent_feat", "agent_logit")
+"""The decoded fields the graph returns, in this order, then the latents."""
+
+
+class _OneStep(nn.Module):
+    """Eager one-step outpainting of one context (batch of 1) for noise ``eps`` (C, N, Z)."""
+
+    def __init__(self, model: OutpaintModel) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, lane_feat: torch.Tensor, lane_valid: torch.Tensor, lane_cond: torch.Tensor,
+                edges: torch.Tensor, agent_feat: torch.Tensor, agent_valid: torch.Tensor, agent_cond: torch.Tensor,
+                lane_hint: torch.Tensor, eps: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        model = self.model
+        batch = {"lane_feat": lane_feat, "lane_valid": lane_valid, "lane_cond": lane_cond, "edges": edges,
+                 "agent_feat": agent_feat, "agent_valid": agent_valid, "agent_cond": agent_cond}
+        candidates = eps.shape[0]
+        x = model.latents(batch).expand(candidates, -1, -1)
+        cond1 = model.cond_mask(batch)
+        terms = model.dit.edge_terms(cond1, edges)
+        cond = cond1.expand(candidates, -1)
+        keep = cond[..., None]
+        z1 = torch.where(keep, x, eps)
+        r, t = torch.zeros(candidates), torch.ones(candidates)
+        z = torch.where(keep, x, z1 - model.dit(z1, r, t, cond, edges, terms, lane_hint)) * model.latent_scale
+        out = model.vae.decode(z, with_edges=False)
+        return (*(out[name] for name in OUTPUTS), z)
+
+
+class OneStepGraph:
+    """One-step outpainting of one context, traced and frozen on first use for its candidate count."""
+
+    def __init__(self, model: OutpaintModel, candidates: int) -> None:
+        self.model, self.candidates = model, candidates
+        self._graph: torch.jit.ScriptModule | torch._C.StaticModule | None = None
+
+    def _build(self, args: tuple[torch.Tensor, ...]) -> torch.jit.ScriptModule | torch._C.StaticModule:
+        with warnings.catch_warnings():  # TorchScript is deprecated upstream but still shipped
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            traced = torch.jit.freeze(torch.jit.trace(_OneStep(self.model).eval(), args, check_trace=False))
+        to_static = getattr(torch._C, "_jit_to_static_module", None)
+        return traced if to_static is None else to_static(traced._c)
+
+    @torch.inference_mode()
+    def __call__(self, context: dict[str, torch.Tensor], generator: torch.Generator
+                 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Decoded candidates and their latents, as :meth:`OutpaintModel.outpaint` with the one-step MeanFlow
+        sampler returns them (the noise drawn the same way from ``generator``)."""
+        tokens = context["lane_valid"].shape[1] + context["agent_valid"].shape[1]
+        eps = torch.randn((self.candidates, tokens, self.model.vae.config.latent), generator=generator)
+        args = (*(context[name] for name in INPUTS), eps)
+        if self._graph is None:
+            self._graph = self._build(args)
+        *decoded, z = self._graph(*args)
+        return dict(zip(OUTPUTS, decoded, strict=True)), z
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the graph (a Static Runtime module has no pickle support): rebuilt on first use."""
+        return {**vars(self), "_graph": None}
