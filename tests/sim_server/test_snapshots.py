@@ -46,8 +46,9 @@ def record_from(session: Session, steps: range, path: Path) -> tuple[Path, list[
 @pytest.mark.parametrize("config", [
     dataclasses.replace(TEST_DEFAULTS, target_km=5.0),
     SessionConfig(generator="procedural", npc_policy="idm", target_km=5.0, seed=3),  # city plan (lru caches)
-    SessionConfig(generator="procedural", npc_policy="deltasim", target_km=5.0, seed=1),  # TorchScript scorer
-], ids=["test-straight", "procedural-idm", "procedural-deltasim"])
+    SessionConfig(generator="procedural", npc_policy="deltasim", target_km=5.0, seed=1),  # Static Runtime scorer
+    SessionConfig(generator="learned", npc_policy="idm", target_km=5.0, seed=2),  # the generator's frozen graph
+], ids=["test-straight", "procedural-idm", "procedural-deltasim", "learned-idm"])
 def test_a_restored_snapshot_continues_byte_identical_to_the_uninterrupted_run(config: SessionConfig,
                                                                                  tmp_path: Path) -> None:
     at, end = 12, 24

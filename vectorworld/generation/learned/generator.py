@@ -159,9 +159,6 @@ class LearnedTileGenerator(TileGenerator):
             self._one_step = OneStepGraph(self.model, self.candidates)
         return self._one_step
 
-    def __getstate__(self) -> dict[str, object]:
-        return {**vars(self), "_one_step": None}
-
     @property
     def fallback(self) -> TileGenerator:
         if self._fallback is None:
