@@ -13,7 +13,7 @@ from vectorworld.cli import app
 from vectorworld.eval.generator_metrics import js_divergence
 from vectorworld.eval.realism import FEATURES, compare, jsd_floor, wasserstein_1
 from vectorworld.eval.realism_features import Samples, Snapshot, lane_samples, min_turn_radius, tile_samples
-from vectorworld.eval.realism_sources import SampleSet, reference_samples
+from vectorworld.eval.realism_sources import SampleSet, keep_lanes, reference_samples, world_junction_spacing
 from vectorworld.scene import AgentType, Lane, LaneGraph
 
 WOMD = Path(__file__).resolve().parents[2] / "../shared/data/womd/motion_data_one_scenario.tfrecord"
@@ -51,6 +51,28 @@ def test_lane_features_of_a_known_map() -> None:
     assert set(s.array("lane_width_m").round(6)) == {3.5}
     assert set(s.array("lanes_per_direction")) == {2.0}
     assert s.array("turn_radius_below_50m").sum() == 0
+
+
+def test_junction_spacing_of_a_world_counts_a_road_no_single_snapshot_holds() -> None:
+    """A generated world is measured over many snapshots: the road between two junctions (x = 5 .. 95, three
+    lanes) is touched piece by piece, and its first lanes are retired before its last ones are generated."""
+    xs = [-50.0, -5.0, 5.0, 35.0, 65.0, 95.0, 105.0, 150.0]
+    road = [Lane(i, np.array([[xs[i], 0.0], [xs[i + 1], 0.0]]), successors=(i + 1,) if i + 2 < len(xs) else (),
+                 predecessors=(i - 1,) if i > 0 else ()) for i in range(len(xs) - 1)]
+    crossing = [Lane(10 + k, np.array([[x, -40.0], [x, 40.0]])) for k, x in enumerate((0.0, 100.0))]
+
+    def world(ids: list[int]) -> LaneGraph:
+        graph = LaneGraph()
+        graph.add([road[i] for i in ids] + crossing)
+        return graph
+
+    kept: dict[int, Lane] = {}
+    touched: set[int] = set()
+    # the world grows east; its tiles touch the west junction first, the east one last
+    for ids, seen in (([0, 1, 2, 3], {1, 2, 10}), ([2, 3, 4], {3}), ([3, 4, 5, 6], {4, 5, 11})):
+        keep_lanes(world(ids), seen, kept)
+        touched |= seen
+    assert [round(x, 6) for x in world_junction_spacing(kept, touched)] == [90.0]
 
 
 def test_turn_radius_of_an_arc() -> None:

@@ -211,8 +211,9 @@ def _chain_count(offsets: np.ndarray) -> int:
     return count
 
 
-def lane_samples(graph: LaneGraph, ids: set[int], out: Samples | None = None) -> Samples:
-    """Per-lane samples of the lanes ``ids`` of ``graph`` (junction spacing and crossing angles included)."""
+def lane_samples(graph: LaneGraph, ids: set[int], out: Samples | None = None, spacing: bool = True) -> Samples:
+    """Per-lane samples of the lanes ``ids`` of ``graph`` (crossing angles included, and with ``spacing`` the
+    junction spacing along the chains inside ``ids``)."""
     out = out if out is not None else Samples()
     ids = {i for i in ids if i in graph}
     if not ids:
@@ -232,7 +233,8 @@ def lane_samples(graph: LaneGraph, ids: set[int], out: Samples | None = None) ->
         adjacent = np.abs(offsets)[(np.abs(offsets) >= NEIGHBOUR_GAP_M[0]) & (np.abs(offsets) <= NEIGHBOUR_GAP_M[1])]
         if len(adjacent):
             out.add("lane_width_m", [float(adjacent.min())])
-    out.add("junction_spacing_m", junction_spacing(graph, ids, junction))
+    if spacing:
+        out.add("junction_spacing_m", junction_spacing(graph, ids, junction))
     return out
 
 

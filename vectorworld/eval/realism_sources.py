@@ -7,7 +7,9 @@
 * ``generated_samples(generator, seeds, ...)``: a :class:`~vectorworld.sim.session.Session` per seed (the
   default ego and the chosen NPCs) driven for ``seconds``; every ``every_s`` a snapshot with one tile on
   the ego and one on every vehicle within ``anchor_radius_m`` of it (tiles there are generated all
-  round). Lanes are measured once per world, when a tile first touches them.
+  round). Lanes are measured once per world, when a tile first touches them; junction spacing once per
+  world over every lane its tiles touched (a road between two junctions is seldom inside one snapshot's
+  tiles: measured per snapshot, chains that span several were cut or lost, which halved the figure).
 """
 
 from __future__ import annotations
@@ -20,8 +22,16 @@ import numpy as np
 
 from vectorworld.data.tiles import TileConfig
 from vectorworld.errors import ConfigError, DataFormatError
-from vectorworld.eval.realism_features import Samples, Snapshot, lane_samples, lanes_touched, tile_samples
-from vectorworld.scene import AgentType
+from vectorworld.eval.realism_features import (
+    Samples,
+    Snapshot,
+    junction_lanes,
+    junction_spacing,
+    lane_samples,
+    lanes_touched,
+    tile_samples,
+)
+from vectorworld.scene import AgentType, Lane, LaneGraph
 
 
 @dataclass(frozen=True)
@@ -165,17 +175,40 @@ def generated_samples(generator: str, config: DriveConfig = DriveConfig(), tile:
     """Samples of ``generator``'s worlds, driven as in :func:`iter_drive_snapshots`."""
     out = SampleSet(label=generator)
     seen: dict[int, set[int]] = {}
+    kept: dict[int, dict[int, Lane]] = {}  # per world: the touched lanes and their neighbours, latest version
     for world, snap in iter_drive_snapshots(generator, config):
         tile_samples(snap, tile, out.samples)
-        ids = lanes_touched(snap, tile) - seen.setdefault(world, set())
+        touched = lanes_touched(snap, tile)
+        ids = touched - seen.setdefault(world, set())
         seen[world] |= ids
-        lane_samples(snap.graph, ids, out.samples)
+        lane_samples(snap.graph, ids, out.samples, spacing=False)
+        keep_lanes(snap.graph, touched, kept.setdefault(world, {}))
         out.tiles += len(snap.anchor_xy)
         if len(out.examples) < 2 and out.tiles > 20 * (len(out.examples) + 1):
             out.examples.append(_frozen(snap))
         if progress is not None:
             progress(world + 1)
+    for world, lanes in kept.items():
+        out.samples.add("junction_spacing_m", world_junction_spacing(lanes, seen[world]))
     return out
+
+
+def keep_lanes(graph: LaneGraph, ids: set[int], kept: dict[int, Lane]) -> None:
+    """Record the lanes ``ids`` and their graph neighbours as ``graph`` holds them now (later links included)."""
+    for lane_id in ids:
+        lane = graph[lane_id]
+        kept[lane_id] = lane
+        for other in (*lane.successors, *lane.predecessors):
+            if other in graph:
+                kept[other] = graph[other]
+
+
+def world_junction_spacing(lanes: dict[int, Lane], ids: set[int]) -> list[float]:
+    """Junction spacing over every lane a world's tiles touched (lanes retired meanwhile included)."""
+    graph = LaneGraph()
+    graph.add(lanes.values())
+    ids = {i for i in ids if i in graph}
+    return junction_spacing(graph, ids, junction_lanes(graph, ids)[0]) if ids else []
 
 
 def _frozen(snap: Snapshot) -> Snapshot:
