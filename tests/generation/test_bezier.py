@@ -53,5 +53,5 @@ def test_pinning_puts_the_lane_exactly_on_its_port() -> None:
     assert abs(geometry.wrap_angle(np.arctan2(d_in[1], d_in[0]) - yaw_in)) < 1e-6
     assert np.linalg.norm(d_out) >= MIN_HANDLE_M and np.linalg.norm(d_in) >= MIN_HANDLE_M
     # after the whole decode (features -> control -> pinned -> 20 points) the port gap is exactly 0
-    lanes = decode_lanes((control / HALF_TILE_M).reshape(4, 8).astype(np.float32), hints)
+    _, lanes = decode_lanes((control / HALF_TILE_M).reshape(4, 8).astype(np.float32), hints)
     assert np.linalg.norm(lanes[1, 0] - out_xy) == 0.0 and np.linalg.norm(lanes[2, -1] - in_xy) == 0.0

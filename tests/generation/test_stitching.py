@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vectorworld import geometry
+from vectorworld.generation.learned.bezier import bezier_points, fit_bezier
 from vectorworld.generation.learned.stitching import (
     FrontierPort,
     StitchConfig,
@@ -28,12 +30,72 @@ def test_valid_candidate_is_stitched_exactly() -> None:
     check = check_candidate(lanes, PORTS, KNOWN, config)
     assert check.valid, check
     assert check.port_links == [(0, 0), (1, 1)] and check.successors == [(1, 2)]
-    out = stitch(lanes, check, PORTS, config)
+    out = stitch(fit_bezier(lanes), check, PORTS, config)
     assert np.array_equal(out[0][0], PORTS[0].xy) and np.array_equal(out[1][0], PORTS[1].xy)
     assert np.linalg.norm(out[1][-1] - out[2][0]) <= 1e-9
     for lane in (out[0], out[2]):          # free ends move onto the border
         assert abs(abs(lane[-1, 0]) - 32.0) < 1e-6
     assert np.max(np.abs(np.concatenate(out))) <= 32.0 + 1e-9
+
+
+def _heading(points: np.ndarray, at_end: bool) -> float:
+    d = points[-1] - points[-2] if at_end else points[1] - points[0]
+    return float(np.arctan2(d[1], d[0]))
+
+
+def _max_bend(points: np.ndarray) -> float:
+    """The largest heading change (rad) between two consecutive segments of a polyline."""
+    seg = np.diff(points, axis=0)
+    return float(np.abs(geometry.wrap_angle(np.diff(np.arctan2(seg[:, 1], seg[:, 0])))).max())
+
+
+def _max_bend(points: np.ndarray) -> float:
+    """The largest heading change (rad) between two consecutive segments of a polyline."""
+    seg = np.diff(points, axis=0)
+    return float(np.abs(geometry.wrap_angle(np.diff(np.arctan2(seg[:, 1], seg[:, 0])))).max())
+
+
+def test_a_joint_gets_one_heading() -> None:
+    """Lane 1 arrives at its joint with lane 2 heading 20 deg left, lane 2 leaves it 10 deg right (a 30 deg kink
+    within the check's tolerance): stitched, they meet on one heading, between the two."""
+    straight = np.array([[0.0, 0.0], [10.0, 0.0], [20.0, 0.0], [31.0, 0.0]])
+    left = np.array([[0.0, 3.5], [7.0, 3.5], [14.0, 3.5 - 6.0 * np.tan(np.radians(20))], [20.0, 3.5]])
+    right = np.array([[20.3, 3.7], [26.0, 3.7 - 6.0 * np.tan(np.radians(10))], [29.0, 2.0], [31.5, 1.5]])
+    controls = np.stack([straight, left, right])
+    check = check_candidate(bezier_points(controls), PORTS, KNOWN, StitchConfig())
+    assert check.valid and (1, 2) in check.successors
+    out = stitch(controls, check, PORTS, StitchConfig())
+    assert np.array_equal(out[1][-1], out[2][0])
+    end, start = _heading(out[1], True), _heading(out[2], False)
+    # the same tangent on both sides (the polylines' last / first segments differ by their discretisation)
+    assert abs(geometry.wrap_angle(end - start)) < np.radians(1.5) and np.radians(-10) < end < np.radians(20)
+    assert abs(_heading(out[1], False)) < np.radians(1)                         # still leaves along its port
+
+
+def test_a_lane_hooking_at_the_border_leaves_the_tile_on_its_own_heading() -> None:
+    """A lane runs east to the border and its tangent turns 45 deg left in its last half metre (a 0.5 m handle): the
+    next tile would continue it along the hook, a corner traffic swings off the road at. Stitched, the short
+    handle is a hook, not a heading: the lane leaves on its body's heading."""
+    hooked = np.array([[0.0, 0.0], [10.0, 0.0], [31.6, -0.35], [31.95, 0.0]])
+    controls = np.stack([hooked, np.array([[0.0, 3.5], [10.0, 3.5], [20.0, 3.5], [31.0, 3.5]])])
+    lanes = bezier_points(controls)
+    assert _heading(lanes[0], True) > np.radians(10)
+    check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
+    assert check.valid
+    out = stitch(controls, check, PORTS, StitchConfig())
+    assert abs(out[0][-1, 0] - 32.0) < 1e-6 and abs(_heading(out[0], True)) < np.radians(3)
+
+
+def test_a_lane_overshooting_the_border_ends_on_it_without_a_hook() -> None:
+    """A decoded lane ends 1.5 m beyond the border, heading east and drifting north: its end moves back along
+    its heading onto the border (clamping its points instead bent its last metres along the border line, and
+    the next tile continued that hook at right angles)."""
+    over = np.array([[0.0, 0.0], [12.0, 0.0], [24.0, 0.0], [33.5, 1.0]])
+    controls = np.stack([over, np.array([[0.0, 3.5], [10.0, 3.5], [20.0, 3.5], [31.0, 3.5]])])
+    check = check_candidate(bezier_points(controls), PORTS, KNOWN, StitchConfig())
+    out = stitch(controls, check, PORTS, StitchConfig())
+    assert abs(out[0][-1, 0] - 32.0) < 1e-6
+    assert abs(_heading(out[0], True)) < np.radians(10) and _max_bend(out[0]) < 0.1
 
 
 def test_dangling_end_and_missing_port_are_invalid() -> None:

@@ -26,11 +26,12 @@ from vectorworld.generation.learned.tile_tensors import LANE_POINTS, lane_contro
 @dataclass(frozen=True)
 class Choice:
     """The chosen candidate: its index, the frontier slots it keeps (``slots[check.keep]`` are the kept
-    lanes' slots), their decoded, pinned polylines (n, 20, 2) m before the filter, the check, and how many
-    candidates were checked / were valid."""
+    lanes' slots), their decoded, pinned Bézier control points (n, 4, 2) and polylines (n, 20, 2) m before
+    the filter, the check, and how many candidates were checked / were valid."""
 
     index: int
     slots: np.ndarray
+    controls: np.ndarray
     lanes: np.ndarray
     check: CandidateCheck
     checked: int
@@ -40,10 +41,11 @@ class Choice:
         return self.check.valid
 
 
-def decode_lanes(lane_feat: np.ndarray, hints: np.ndarray) -> np.ndarray:
-    """Lane features of one candidate (L, 8) -> pinned polylines (L, 20, 2), tile frame, m."""
+def decode_lanes(lane_feat: np.ndarray, hints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lane features of one candidate (L, 8) -> pinned control points (L, 4, 2) and their polylines
+    (L, 20, 2), tile frame, m."""
     control = pin_to_ports(lane_control_points(lane_feat), hints)
-    return bezier_points(control, LANE_POINTS)
+    return control, bezier_points(control, LANE_POINTS)
 
 
 def candidate_order(lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarray, threshold: float
@@ -69,16 +71,16 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
     checked = 0
     for c in candidate_order(lane_prob, hints, frontier, threshold):
         checked += 1
-        lanes = decode_lanes(lane_feat[c], hints)
+        controls, lanes = decode_lanes(lane_feat[c], hints)
         finite = np.isfinite(lanes).all((1, 2))
         slots = np.flatnonzero(frontier & finite & (lane_prob[c] > threshold))
         check = check_candidate(lanes[slots], ports, known, config)
         if check.valid and accept is not None and not accept(lanes[slots][check.keep]):
             check.dangling += 1  # not acceptable: ranks like an invalid candidate
-        choice = Choice(int(c), slots, lanes[slots], check, checked)
+        choice = Choice(int(c), slots, controls[slots], lanes[slots], check, checked)
         if check.valid:
             return choice
         if best is None or check.score() > best.check.score():
             best = choice
     assert best is not None
-    return Choice(best.index, best.slots, best.lanes, best.check, checked)
+    return Choice(best.index, best.slots, best.controls, best.lanes, best.check, checked)

@@ -198,7 +198,7 @@ class LearnedTileGenerator(TileGenerator):
         finally:
             torch.set_num_threads(threads)
         check = choice.check
-        stitched = stitch(choice.lanes, check, [], self.stitch_config)
+        stitched = stitch(choice.controls, check, [], self.stitch_config)
         content, diag = self._assemble(request, ctx, choice.lanes[check.keep], stitched, check,
                                        edge_types.argmax(-1).numpy(),
                                        decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
@@ -258,7 +258,7 @@ class LearnedTileGenerator(TileGenerator):
             torch.set_num_threads(threads)
         check = choice.check
         raw = choice.lanes[check.keep]
-        stitched = stitch(choice.lanes, check, list(ctx.ports), self.stitch_config)
+        stitched = stitch(choice.controls, check, list(ctx.ports), self.stitch_config)
         c = choice.index
         content, diag = self._assemble(request, ctx, raw, stitched, check, edge_types,
                                        decoded["agent_feat"][c], decoded["agent_prob"][c])

@@ -8,9 +8,10 @@ continue) and the known lanes:
 * every new lane start / end must be at a port, at another new lane's end / start, or at the tile border
   (otherwise it dangles inside the tile).
 
-Stitching moves the winner's lane ends exactly onto the joint nodes (ports, shared junction points, the
-border): each end displacement is blended linearly along the lane's arc length, so the rest of the lane
-keeps its shape and the continuity gap at a link is exactly zero (up to float rounding).
+Stitching works on the winner's Bézier control points: each lane end moves with its handle exactly onto its
+joint node (a port, a shared junction point, the border), so the rest of the lane keeps its shape and the
+continuity gap at a link is exactly zero (up to float rounding), and the handles at a node are set along one
+heading (the port's, else the mean of the lanes meeting there): no kink across a link, no hook into it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
+from vectorworld.generation.learned.bezier import MIN_HANDLE_M, bezier_points
+from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class StitchConfig:
     max_turn_rad: float = 4.0
     """A lane whose heading turns more than this in all (summed along it) is a loop, not a road: dropped
     (U-turns turn pi; a decoded Bézier can curl into a 12 m loop that traffic cannot drive)."""
+    short_handle: float = 0.15
+    """A Bézier handle shorter than this share of its lane's chord is a hook (the curve turns within its
+    last metre), not a heading: stitching takes the heading from the lane's body and lengthens the handle."""
     prune_spurs: bool = True
     """Drop new lanes with a dangling end (repeatedly: a lane left dangling by that goes too) instead of
     rejecting the candidate; the verdict then rests on the ports still being continued. Off: the strict
@@ -89,11 +94,6 @@ class KnownLanes:
 
     points: np.ndarray
     headings: np.ndarray
-
-
-def _end_yaw(points: np.ndarray, at_end: bool) -> float:
-    d = points[-1] - points[-3] if at_end else points[2] - points[0]
-    return float(np.arctan2(d[1], d[0]))
 
 
 def _end_yaws(lanes: np.ndarray, at_end: bool) -> np.ndarray:
@@ -272,22 +272,16 @@ def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
     return check, ~start_ok | ~end_ok, ~start_ok & ~end_ok
 
 
-def _blend(points: np.ndarray, d_start: np.ndarray, d_end: np.ndarray) -> np.ndarray:
-    """Move a polyline's ends by d_start / d_end, blending linearly in arc length in between."""
-    s = geometry.polyline_lengths(points)
-    w = (s / max(s[-1], 1e-9))[:, None]
-    return points + (1.0 - w) * d_start + w * d_end
-
-
 def _border_exit(xy: np.ndarray, yaw: float, half: float = HALF_TILE_M) -> np.ndarray:
-    """The point where the ray from xy along yaw leaves the square [-half, half]^2 (xy inside it)."""
+    """Where the line through xy along yaw leaves the square [-half, half]^2: ahead of xy when it lies inside,
+    behind it when it lies beyond that border already (a decoded end overshooting the tile)."""
     d = np.array([np.cos(yaw), np.sin(yaw)])
     steps = []
     for axis in range(2):
         if abs(d[axis]) > 1e-9:
             bound = half if d[axis] > 0 else -half
             steps.append((bound - xy[axis]) / d[axis])
-    return xy + max(0.0, min(steps)) * d
+    return xy + min(steps) * d
 
 
 def _clip_inside(points: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
@@ -295,14 +289,42 @@ def _clip_inside(points: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
     return np.clip(points, -half, half)
 
 
-def stitch(lanes: np.ndarray, check: CandidateCheck, ports: list[FrontierPort], config: StitchConfig
-           ) -> list[np.ndarray]:
-    """Snap the kept lanes (tile frame) onto ports, shared junction nodes and the border.
+def _tangent(control: np.ndarray, at_end: bool, config: StitchConfig) -> np.ndarray:
+    """Unit direction of travel of a Bézier lane (4, 2) at its start or end. A handle shorter than
+    ``config.short_handle`` of the chord is a hook, not a heading: the far inner control point gives it."""
+    end, inner, far = (control[3], control[2], control[1]) if at_end else (control[0], control[1], control[2])
+    chord = float(np.linalg.norm(control[3] - control[0]))
+    handle = end - inner if at_end else inner - end
+    if np.linalg.norm(handle) < config.short_handle * chord:
+        handle = end - far if at_end else far - end
+    return handle / max(float(np.linalg.norm(handle)), 1e-9)
 
-    Returns the stitched polylines, one per entry of ``check.keep``: starts of out-port lanes equal the
-    port xy exactly, ends of in-port lanes too, and successor pairs share one end point.
+
+def _set_handle(control: np.ndarray, at_end: bool, heading: np.ndarray, config: StitchConfig) -> None:
+    """Point the handle next to an end along ``heading`` (in place), keeping its length, at least
+    ``config.short_handle`` of the chord."""
+    chord = float(np.linalg.norm(control[3] - control[0]))
+    if at_end:
+        length = max(float(np.linalg.norm(control[3] - control[2])), config.short_handle * chord, MIN_HANDLE_M)
+        control[2] = control[3] - length * heading
+    else:
+        length = max(float(np.linalg.norm(control[1] - control[0])), config.short_handle * chord, MIN_HANDLE_M)
+        control[1] = control[0] + length * heading
+
+
+def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort], config: StitchConfig
+           ) -> list[np.ndarray]:
+    """Snap the kept lanes, Bézier control points (K, 4, 2) in the tile frame, onto ports, shared junction
+    nodes and the border, with one heading per joint.
+
+    Every end moves (with its handle) onto its node: the port, the mean of the lane ends that meet there, or
+    the border along its heading. Each node then gets one heading (the port's, else the mean of its lanes'
+    headings there) and every handle next to it is set along it, so the heading is continuous across every
+    link and no lane hooks into a joint. Returns the stitched polylines (``LANE_POINTS`` each), one per entry
+    of ``check.keep``: starts of out-port lanes equal the port xy exactly, ends of in-port lanes too, and
+    successor pairs share one end point.
     """
-    kept = [_clip_inside(lanes[k].astype(np.float64)) for k in check.keep]
+    kept = np.array(controls[check.keep], np.float64).reshape(-1, 4, 2)
     n = len(kept)
     # Union-find over lane ends: node 2i = start of lane i, 2i+1 = end of lane i.
     parent = list(range(2 * n))
@@ -315,28 +337,35 @@ def stitch(lanes: np.ndarray, check: CandidateCheck, ports: list[FrontierPort], 
 
     for i, j in check.successors:
         parent[find(2 * i + 1)] = find(2 * j)
-    anchor: dict[int, np.ndarray] = {}
+    anchor: dict[int, FrontierPort] = {}
     for index, lane in check.port_links:
         port = ports[index]
-        anchor[find(2 * lane if port.is_out else 2 * lane + 1)] = port.xy
-    groups: dict[int, list[np.ndarray]] = {}
+        anchor[find(2 * lane if port.is_out else 2 * lane + 1)] = port
+    groups: dict[int, list[int]] = {}
     for node in range(2 * n):
-        lane, is_end = divmod(node, 2)
-        groups.setdefault(find(node), []).append(kept[lane][-1 if is_end else 0])
-    target = {root: anchor.get(root, np.mean(pts, 0)) for root, pts in groups.items()}
-    out = []
-    for i, pts in enumerate(kept):
-        d = []
-        for is_end in (0, 1):
-            node = 2 * i + is_end
-            root = find(node)
-            end_xy = pts[-1] if is_end else pts[0]
-            if len(groups[root]) > 1 or root in anchor:
-                d.append(target[root] - end_xy)
-            elif border_distance(end_xy) < config.border_m:
-                yaw = _end_yaw(pts, bool(is_end)) + (0.0 if is_end else np.pi)
-                d.append(_border_exit(end_xy, yaw) - end_xy)
-            else:
-                d.append(np.zeros(2))
-        out.append(_blend(pts, d[0], d[1]))
-    return out
+        groups.setdefault(find(node), []).append(node)
+    out = kept.copy()
+    for root, nodes in groups.items():
+        ends = [(node // 2, bool(node % 2)) for node in nodes]
+        tangents = [_tangent(kept[lane], at_end, config) for lane, at_end in ends]
+        if root in anchor:
+            port = anchor[root]
+            target, heading = port.xy, np.array([np.cos(port.yaw), np.sin(port.yaw)])
+        elif len(nodes) > 1:
+            target = np.mean([kept[lane][3 if at_end else 0] for lane, at_end in ends], 0)
+            heading = np.sum(tangents, 0)
+            heading = heading / max(float(np.linalg.norm(heading)), 1e-9)
+        else:
+            lane, at_end = ends[0]
+            end_xy = kept[lane][3 if at_end else 0]
+            if border_distance(end_xy) >= config.border_m:
+                continue
+            yaw = float(np.arctan2(tangents[0][1], tangents[0][0])) + (0.0 if at_end else np.pi)
+            target, heading = _border_exit(end_xy, yaw), tangents[0]
+        for lane, at_end in ends:
+            k, inner = (3, 2) if at_end else (0, 1)
+            move = target - out[lane][k]
+            out[lane][k] = target
+            out[lane][inner] += move
+            _set_handle(out[lane], at_end, heading, config)
+    return [_clip_inside(points) for points in bezier_points(out, LANE_POINTS)]
