@@ -210,3 +210,27 @@ def test_a_second_round_is_sampled_only_when_the_first_fails() -> None:
     assert not content.used_fallback and model.calls == 2 and two.last_diagnostics.checked == 3
     content = two.generate(two_lane_request())                  # a valid first round: no second call
     assert not content.used_fallback and model.calls == 3
+
+
+class _ThreadRecorder(_ScriptedModel):
+    """Records the torch thread count the network runs with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+
+    def outpaint(self, context, sampler, generator):
+        self.threads.append(torch.get_num_threads())
+        return super().outpaint(context, sampler, generator)
+
+
+def test_per_tile_inference_runs_on_one_torch_thread_and_restores_the_callers() -> None:
+    model = _ThreadRecorder()
+    gen = LearnedTileGenerator(model=model, candidates=2, fallback="test-straight", frozen_graph=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert not gen.generate(two_lane_request()).used_fallback
+        assert model.threads == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
