@@ -274,14 +274,18 @@ def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
 
 def _border_exit(xy: np.ndarray, yaw: float, half: float = HALF_TILE_M) -> np.ndarray:
     """Where the line through xy along yaw leaves the square [-half, half]^2: ahead of xy when it lies inside,
-    behind it when it lies beyond that border already (a decoded end overshooting the tile)."""
+    behind it when it lies beyond that border already (a decoded end overshooting the tile); an end outside
+    the square heading back into it is clamped onto the square instead."""
     d = np.array([np.cos(yaw), np.sin(yaw)])
     steps = []
     for axis in range(2):
         if abs(d[axis]) > 1e-9:
             bound = half if d[axis] > 0 else -half
             steps.append((bound - xy[axis]) / d[axis])
-    return xy + min(steps) * d
+    t = min(steps)
+    if t > 0 and np.any(np.abs(xy) > half):
+        return np.clip(xy, -half, half)
+    return xy + t * d
 
 
 def _clip_inside(points: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
