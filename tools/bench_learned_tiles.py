@@ -15,6 +15,7 @@ import copy
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,11 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+if TYPE_CHECKING:
+    from vectorworld.generation.base import TileRequest
 
-def capture_requests(worlds: int, tiles: int) -> list:
+
+def capture_requests(worlds: int, tiles: int) -> list[TileRequest]:
     """Frontier tile requests of procedural worlds grown at random open ends (deep copies, unanswered)."""
     from vectorworld.generation import make_generator
-    from vectorworld.generation.base import TileGenerator
+    from vectorworld.generation.base import IdAllocator, TileContent, TileFrame, TileGenerator
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
 
     requests = []
@@ -37,10 +41,10 @@ def capture_requests(worlds: int, tiles: int) -> list:
         def __init__(self) -> None:
             self.inner = make_generator("procedural")
 
-        def first_tile(self, frame, lane_ids, rng):  # noqa: ANN001, ANN201 - the TileGenerator contract
+        def first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator) -> TileContent:
             return self.inner.first_tile(frame, lane_ids, rng)
 
-        def generate(self, request):  # noqa: ANN001, ANN201
+        def generate(self, request: TileRequest) -> TileContent:
             requests.append(copy.deepcopy(request))
             return self.inner.generate(request)
 

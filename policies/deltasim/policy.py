@@ -46,9 +46,10 @@ from policies.deltasim.infer import DeltaSimInference
 from policies.deltasim.net import observation_tensors
 from policies.deltasim.observation import Observation, ObservationBuilder, policy_slots
 from policies.deltasim.route_shaping import RouteShapingConfig
-from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, static_scorer, trace_scorer
+from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, trace_scorer
 from policies.deltasim.start_shaping import StartShapingConfig, free_to_start, start_penalty
 from vectorworld.errors import ConfigError
+from vectorworld.frozen_graphs import static_runtime
 
 _Scorer = DeltaSimScorer | torch.jit.ScriptModule | torch._C.StaticModule
 """The eager scorer, its frozen trace, or the trace under Static Runtime (same call signature)."""
@@ -64,7 +65,7 @@ class DeltaSimConfig:
     ``trace``: run the scoring graph (network, shaping, candidates, collision penalty) as a frozen
     TorchScript trace (the same ops, less Python overhead).
     ``static_runtime``: run that trace under PyTorch's Static Runtime (the same graph and outputs, less
-    per-op overhead; :func:`policies.deltasim.scoring.static_scorer`).
+    per-op overhead; :func:`vectorworld.frozen_graphs.static_runtime`).
     ``hold_parked``: agents standing off every route are held still (see
     :func:`policies.deltasim.observation.policy_slots`).
     ``route_keeping``: push down candidates that leave the route (:mod:`policies.deltasim.route_shaping`)."""
@@ -193,7 +194,7 @@ class DeltaSimPolicy(Policy):
                                     paths, cfg.collision if cfg.collision_avoidance else None, route, points)
             if cfg.trace:
                 scorer = trace_scorer(scorer, inputs)
-                scorer = static_scorer(scorer) if cfg.static_runtime else scorer
+                scorer = static_runtime(scorer) if cfg.static_runtime else scorer
             self._scoring = (fast, scorer)
             self._scoring_version = version
         return self._scoring

@@ -21,12 +21,10 @@ keeping is on. The imagined paths of the collision check brake along the agent's
 to the neighbours it can penalise at all (:func:`reachable_neighbors`), which gives the same penalty with
 much less work (in dense traffic most neighbours are out of reach). The module holds no data-dependent
 Python control flow, so :func:`trace_scorer` can record it once with ``torch.jit.trace`` for any number of
-agents, and :func:`static_scorer` can run that trace under PyTorch's Static Runtime.
+agents, and :func:`vectorworld.frozen_graphs.static_runtime` can run that trace under PyTorch's Static Runtime.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 import torch
@@ -44,6 +42,7 @@ from policies.deltasim.feasibility import VocabularyFeasibility
 from policies.deltasim.infer import INPUTS, DeltaSimInference
 from policies.deltasim.route_shaping import RouteShapingConfig, route_penalty, speed_penalty
 from policies.deltasim.routes import ROUTE_AHEAD_M
+from vectorworld.frozen_graphs import freeze_trace
 
 HARD_PENALTY = 1.0e4
 """Logit penalty of primitives that break the metric's limits (on top of the soft shaping cost)."""
@@ -166,22 +165,8 @@ def trace_scorer(scorer: DeltaSimScorer, example: dict[str, torch.Tensor]) -> to
     """``scorer`` traced on ``example`` (inputs named as in SCORER_INPUTS, any batch size > 0) and frozen.
 
     The graph has no batch-size-dependent control flow, so it serves any number of agents and computes the
-    same ops as the eager module, without the Python overhead of its ~150 small ops.
+    same ops as the eager module, without the Python overhead of its ~150 small ops. Run it under Static
+    Runtime with :func:`vectorworld.frozen_graphs.static_runtime` (~15% less per call for its ~670 small ops,
+    ``tools/bench_rollout.py``).
     """
-    with torch.no_grad(), warnings.catch_warnings():
-        # TorchScript is deprecated upstream but still shipped; tests compare the trace with eager mode.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        traced = torch.jit.trace(scorer.eval(), tuple(example[name] for name in SCORER_INPUTS), check_trace=False)
-        return torch.jit.freeze(traced)
-
-
-def static_scorer(traced: torch.jit.ScriptModule) -> torch.jit.ScriptModule | torch._C.StaticModule:
-    """The frozen trace of :func:`trace_scorer` under PyTorch's Static Runtime, or the trace itself where this
-    torch build lacks it (same call signature, bit-identical outputs).
-
-    Static Runtime executes the same graph with preallocated outputs and planned memory: the scorer's ~670 small
-    ops cost about 15% less per call than under the TorchScript interpreter (``tools/bench_rollout.py``).
-    """
-    to_static = getattr(torch._C, "_jit_to_static_module", None)
-    return traced if to_static is None else to_static(traced._c)
+    return freeze_trace(scorer, tuple(example[name] for name in SCORER_INPUTS))

@@ -31,10 +31,10 @@ from policies.deltasim.scoring import (
     SCORER_INPUTS,
     DeltaSimScorer,
     reachable_neighbors,
-    static_scorer,
     trace_scorer,
 )
 from vectorworld.errors import ConfigError
+from vectorworld.frozen_graphs import static_runtime
 
 
 def _random_net(num_layers: int, seed: int = 0, vocab_size: int = 96, context_layers: int = 0) -> DeltaSimNet:
@@ -109,7 +109,7 @@ def test_traced_scorer_equals_eager_for_other_batch_sizes(collision: bool, route
 
 def test_static_runtime_scorer_returns_the_trace_outputs_bit_for_bit() -> None:
     traced = trace_scorer(_scorer(True, True), _inputs(1, 3))
-    fast = static_scorer(traced)
+    fast = static_runtime(traced)
     assert isinstance(fast, torch._C.StaticModule)  # this torch has Static Runtime: the test checks it, not the trace
     for n, seed in ((1, 10), (6, 11), (23, 12)):
         args = [_inputs(n, seed)[name] for name in SCORER_INPUTS]

@@ -3,19 +3,18 @@
 One-step MeanFlow outpainting is a fixed chain of small tensor ops at fixed shapes (one context tile, C
 candidates, ``max_lanes + max_agents`` tokens): VAE encode of the context, the DiT's edge terms, one DiT
 call x = z_1 - u(z_1, 0, 1), the condition tokens put back, and the decode without edges. On one CPU
-thread that chain is bound by per-op dispatch, not arithmetic, so :class:`OneStepGraph` records it once
-with ``torch.jit.trace``, freezes it and runs it under PyTorch's Static Runtime (the plain trace where a
-torch build lacks it). The noise is drawn outside the graph with the caller's generator, so a seed gives
-the same tile as the eager :meth:`OutpaintModel.outpaint` (``tests/generation/test_one_step.py``).
+thread that chain is bound by per-op dispatch, not arithmetic, so :class:`OneStepGraph` records it once,
+frozen, and runs it under PyTorch's Static Runtime (:mod:`vectorworld.frozen_graphs`). The noise is drawn
+outside the graph with the caller's generator, so a seed gives the same tile as the eager
+:meth:`OutpaintModel.outpaint` (``tests/generation/test_one_step.py``).
 """
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 from torch import nn
 
+from vectorworld.frozen_graphs import freeze_trace, static_runtime
 from vectorworld.generation.learned.outpaint import OutpaintModel
 
 INPUTS = ("lane_feat", "lane_valid", "lane_cond", "edges", "agent_feat", "agent_valid", "agent_cond", "lane_hint")
@@ -57,14 +56,6 @@ class OneStepGraph:
         self.model, self.candidates = model, candidates
         self._graph: torch.jit.ScriptModule | torch._C.StaticModule | None = None
 
-    def _build(self, args: tuple[torch.Tensor, ...]) -> torch.jit.ScriptModule | torch._C.StaticModule:
-        with warnings.catch_warnings():  # TorchScript is deprecated upstream but still shipped
-            warnings.simplefilter("ignore", DeprecationWarning)
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)
-            traced = torch.jit.freeze(torch.jit.trace(_OneStep(self.model).eval(), args, check_trace=False))
-        to_static = getattr(torch._C, "_jit_to_static_module", None)
-        return traced if to_static is None else to_static(traced._c)
-
     @torch.inference_mode()
     def __call__(self, context: dict[str, torch.Tensor], generator: torch.Generator
                  ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
@@ -74,7 +65,7 @@ class OneStepGraph:
         eps = torch.randn((self.candidates, tokens, self.model.vae.config.latent), generator=generator)
         args = (*(context[name] for name in INPUTS), eps)
         if self._graph is None:
-            self._graph = self._build(args)
+            self._graph = static_runtime(freeze_trace(_OneStep(self.model), args))
         *decoded, z = self._graph(*args)
         return dict(zip(OUTPUTS, decoded, strict=True)), z
 
