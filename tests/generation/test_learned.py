@@ -201,7 +201,7 @@ class _SecondRoundModel(_ScriptedModel):
 
 
 def test_a_second_round_is_sampled_only_when_the_first_fails() -> None:
-    one = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, fallback="test-straight",
+    one = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, rounds=1, fallback="test-straight",
                                frozen_graph=False)
     assert one.generate(two_lane_request()).used_fallback
     model = _SecondRoundModel()

@@ -181,3 +181,27 @@ def test_port_hints_start_without_effect_and_change_output_once_trained() -> Non
     with torch.no_grad():
         model.hint_in.weight.normal_(0.0, 0.1)
     assert not torch.allclose(model(z, r, t, cond, edges, hints=hints), model(z, r, t, cond, edges))
+
+
+def test_edge_terms_are_the_projected_pair_embeddings() -> None:
+    """Bias and gate of every token pair: the kind, condition-pair and edge-type embeddings summed, projected,
+    the gate as 2 sigmoid (looked up per pair category; the same terms as projecting every pair)."""
+    torch.manual_seed(3)
+    dit = EGRDiT(CONFIG)
+    for p in dit.parameters():
+        torch.nn.init.normal_(p)
+    b, n, n_l = 2, CONFIG.max_lanes + CONFIG.max_agents, CONFIG.max_lanes
+    cond = torch.tensor([[True, False, True, False, True], [False, True, True, True, False]])
+    edges = torch.randint(0, 5, (b, n_l, n_l))
+    agent = torch.arange(n) >= n_l
+    kind = agent[:, None].long() * 2 + agent[None].long()
+    cpair = (~cond[:, :, None]).long() * 2 + (~cond[:, None]).long()
+    etype = torch.full((b, n, n), 5)
+    etype[:, :n_l, :n_l] = torch.where(cond[:, :n_l, None] & cond[:, None, :n_l], edges, 5)
+    e = dit.edge_kind(kind)[None] + dit.edge_cond(cpair) + dit.edge_type(etype)
+    terms = dit.edge_proj(e).view(b, n, n, CONFIG.depth, 2, CONFIG.heads).permute(4, 0, 3, 5, 1, 2)
+    bias, gate = dit.edge_terms(cond, edges)
+    assert bias.shape == gate.shape == (b, CONFIG.depth, CONFIG.heads, n, n)
+    assert torch.allclose(bias, terms[0], atol=1e-5) and torch.allclose(gate, 2 * torch.sigmoid(terms[1]), atol=1e-6)
+    gate.sum().backward()
+    assert dit.edge_type.weight.grad.abs().sum() > 0

@@ -9,6 +9,7 @@ from vectorworld.generation.learned.bezier import bezier_points, fit_bezier
 from vectorworld.generation.learned.stitching import (
     FrontierPort,
     StitchConfig,
+    at_border,
     check_candidate,
     dense_reference,
     stitch,
@@ -132,3 +133,29 @@ def test_spurs_are_pruned_when_the_ports_stay_continued() -> None:
     assert not check_candidate(lanes, PORTS, KNOWN, StitchConfig(prune_spurs=False)).valid
     check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
     assert check.valid and check.keep.tolist() == [0, 1] and check.dangling == 0
+
+
+def test_a_lane_stopping_short_of_the_border_is_extended_onto_it() -> None:
+    """A decoded end up to ``border_reach_m`` short of the border along its heading ends there (training
+    lanes are cut at the border); one stopping farther inside still dangles."""
+    port = PORTS[:1]
+    short = np.stack([_line((0.0, 0.0), (20.0, 0.0))])                  # 12 m before the border
+    check = check_candidate(short, port, KNOWN, StitchConfig(prune_spurs=False))
+    assert check.valid and check.dangling == 0
+    out = stitch(fit_bezier(short), check, port, StitchConfig())
+    assert abs(out[0][-1, 0] - 32.0) < 1e-6 and np.abs(out[0][:, 1]).max() < 1e-6
+    inside = np.stack([_line((0.0, 0.0), (10.0, 0.0))])                 # 22 m before it
+    assert check_candidate(inside, port, KNOWN, StitchConfig(prune_spurs=False)).dangling == 1
+    ends, headings = np.array([[20.0, 0.0], [20.0, 0.0], [29.0, 0.0]]), np.array([0.0, np.pi, np.pi])
+    assert at_border(ends, headings, StitchConfig()).tolist() == [True, False, True]  # inwards: only near it
+
+
+def test_joints_allow_a_gap_along_the_road_but_not_a_lane_width_across_it() -> None:
+    config = StitchConfig(prune_spurs=False)
+    gap = np.stack([_line((0.0, 0.0), (12.0, 0.0)), _line((16.0, 0.3), (31.0, 0.3))])  # 4 m along, 0.3 across
+    check = check_candidate(gap, PORTS[:1], KNOWN, config)
+    assert check.successors == [(0, 1)] and check.valid
+    out = stitch(fit_bezier(gap), check, PORTS[:1], config)
+    assert np.linalg.norm(out[0][-1] - out[1][0]) < 1e-9
+    beside = np.stack([_line((0.0, 0.0), (12.0, 0.0)), _line((13.0, 3.0), (31.0, 3.0))])  # the next lane
+    assert check_candidate(beside, PORTS[:1], KNOWN, config).successors == []

@@ -42,3 +42,17 @@ def test_tiny_overfit_loss_drops() -> None:
     first, last = result.history[0][1], result.history[-1][1]
     assert last["loss"] < 0.5 * first["loss"]
     assert last["lane_pts_m"] < first["lane_pts_m"]
+
+
+def test_a_curve_basis_first_cached_under_inference_mode_still_trains() -> None:
+    from vectorworld.generation.learned import vae as vae_module
+
+    vae_module._BASIS.clear()
+    model = TileVAE(CONFIG)
+    batch = batch_to_torch(synthetic_tiles(2, max_lanes=12, max_agents=8))
+    with torch.inference_mode():
+        model.decode(model.encode(batch)[0])                 # the generator's path caches the basis
+    mu, _ = model.encode(batch)
+    loss = vae_module.curve_points(model.decode(mu)["lane_feat"]).square().mean()
+    loss.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())

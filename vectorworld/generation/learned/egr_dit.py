@@ -155,8 +155,10 @@ class EGRDiT(nn.Module):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
 
-    def edge_features(self, cond: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
-        """e_ij (B, N, N, E) from the condition mask (B, N) bool and known lane edges (B, L, L) long."""
+    def edge_index(self, cond: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+        """Pair category (B, N, N) long of every token pair from the condition mask (B, N) bool and the known
+        lane edges (B, L, L) long: (kind of the pair, which ends are conditioned, known edge type) as one
+        index into the ``4 x 4 x (NUM_EDGE_TYPES + 1)`` categories of :meth:`edge_table`."""
         b, n = cond.shape
         n_l = self.config.max_lanes
         is_agent = torch.arange(n, device=cond.device) >= n_l
@@ -165,7 +167,19 @@ class EGRDiT(nn.Module):
         etype = torch.full((b, n, n), _UNKNOWN_EDGE, dtype=torch.long, device=cond.device)
         both = cond[:, :n_l, None] & cond[:, None, :n_l]
         etype[:, :n_l, :n_l] = torch.where(both, edges, torch.full_like(edges, _UNKNOWN_EDGE))
-        return self.edge_kind(kind)[None] + self.edge_cond(cpair) + self.edge_type(etype)
+        return (kind[None] * 4 + cpair) * (NUM_EDGE_TYPES + 1) + etype
+
+    def edge_table(self) -> torch.Tensor:
+        """The projected edge feature e_ij = kind + condition pair + edge type embeddings of every pair
+        category (:meth:`edge_index`), (2 * depth * heads, categories): bias rows, then gate rows (already
+        ``2 sigmoid``). The projection is linear, so each embedding is projected once and the pair's terms
+        are one lookup, not an (N x N)-token MLP."""
+        w, bias = self.edge_proj.weight, self.edge_proj.bias                    # (2 D H, E), (2 D H,)
+        kind, cpair, etype = self.edge_kind.weight @ w.T, self.edge_cond.weight @ w.T, self.edge_type.weight @ w.T
+        table = (kind[:, None, None] + cpair[None, :, None] + etype[None, None] + bias).flatten(0, 2)  # (K, 2DH)
+        cfg = self.config
+        table = table.view(-1, cfg.depth, 2, cfg.heads).permute(2, 1, 3, 0)          # (2, D, H, K)
+        return torch.cat([table[0], 2.0 * torch.sigmoid(table[1])]).flatten(0, 1)  # (2 D H, K)
 
     def edge_terms(self, cond: torch.Tensor, edges: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Per-layer attention bias and gate (B, depth, H, N, N) each, or None without edge gating.
@@ -175,11 +189,12 @@ class EGRDiT(nn.Module):
         """
         if not self.config.edge_gating:
             return None
-        e = self.edge_features(cond, edges)                                     # (B, N, N, E)
+        index = self.edge_index(cond, edges)                                     # (B, N, N)
         b, n = cond.shape
         cfg = self.config
-        terms = self.edge_proj(e).view(b, n, n, cfg.depth, 2, cfg.heads).permute(4, 0, 3, 5, 1, 2)
-        return terms[0].contiguous(), 2.0 * torch.sigmoid(terms[1])
+        terms = self.edge_table().index_select(1, index.flatten())               # (2 D H, B N N)
+        terms = terms.view(2, cfg.depth, cfg.heads, b, n, n).permute(0, 3, 1, 2, 4, 5)
+        return terms[0].contiguous(), terms[1].contiguous()
 
     def forward(self, z: torch.Tensor, r: torch.Tensor, t: torch.Tensor, cond: torch.Tensor,
                 edges: torch.Tensor, terms: tuple[torch.Tensor, torch.Tensor] | None = None,

