@@ -10,7 +10,7 @@ import torch
 from tests.generation.test_learned import two_lane_request
 from vectorworld.generation.learned.egr_dit import DiTConfig
 from vectorworld.generation.learned.generator import LearnedTileGenerator
-from vectorworld.generation.learned.one_step import OneStepGraph
+from vectorworld.generation.learned.one_step import EdgeGraph, OneStepGraph
 from vectorworld.generation.learned.outpaint import OutpaintModel, SamplerConfig
 from vectorworld.generation.learned.tile_context import build_context
 from vectorworld.generation.learned.tile_tensors import stack_tiles
@@ -57,3 +57,15 @@ def test_a_generator_that_built_its_graph_pickles_and_generates_the_same() -> No
     assert a.used_fallback == b.used_fallback and len(a.lanes) == len(b.lanes)
     for x, y in zip(a.lanes, b.lanes, strict=True):
         assert (x.points == y.points).all()
+
+
+@pytest.mark.parametrize("first", [1, 5])
+def test_the_edge_graph_decodes_what_the_eager_edge_decoder_does_for_any_lane_count(first: int) -> None:
+    model = _model()
+    graph = EdgeGraph(model)
+    z = torch.randn(1, 18, 8, generator=torch.Generator().manual_seed(4))
+    for n in (first, 1, 3, 7):  # recorded on the first call's slot count, then reused
+        slots = torch.randperm(12, generator=torch.Generator().manual_seed(n))[:n]
+        with torch.inference_mode():
+            eager = model.vae.decode_edges(z, slots)
+        assert torch.equal(graph(z, slots), eager) and eager.shape == (n, n, 5)

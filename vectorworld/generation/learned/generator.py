@@ -52,7 +52,7 @@ from vectorworld.scene import AgentType, Lane, LaneGraph
 if TYPE_CHECKING:
     import torch
 
-    from vectorworld.generation.learned.one_step import OneStepGraph
+    from vectorworld.generation.learned.one_step import EdgeGraph, OneStepGraph
     from vectorworld.generation.learned.outpaint import OutpaintModel
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -142,6 +142,7 @@ class LearnedTileGenerator(TileGenerator):
         self._model = model
         self._fallback: TileGenerator | None = None
         self._one_step: OneStepGraph | None = None
+        self._edge_graph: EdgeGraph | None = None
         self.last_diagnostics = TileDiagnostics()
 
     # ------------------------------------------------------------------ lazily built parts
@@ -161,6 +162,22 @@ class LearnedTileGenerator(TileGenerator):
 
             self._one_step = OneStepGraph(self.model, self.candidates)
         return self._one_step
+
+    def _decode_edges(self, z: torch.Tensor, slots: np.ndarray) -> np.ndarray:
+        """Edge types (n, n) among the kept lane slots ``slots`` (n,) of one candidate's latents (1, N, Z)
+        (the frozen edge graph with ``frozen_graph``, else the eager decoder)."""
+        import torch
+
+        if self.frozen_graph:
+            if self._edge_graph is None:
+                from vectorworld.generation.learned.one_step import EdgeGraph
+
+                self._edge_graph = EdgeGraph(self.model)
+            logits = self._edge_graph(z, torch.as_tensor(slots))
+        else:
+            with torch.inference_mode():
+                logits = self.model.vae.decode_edges(z, torch.as_tensor(slots))
+        return logits.argmax(-1).numpy()
 
     @property
     def fallback(self) -> TileGenerator:
@@ -195,15 +212,13 @@ class LearnedTileGenerator(TileGenerator):
                 self.last_diagnostics = TileDiagnostics(candidates=self.candidates, checked=choice.checked,
                                                         used_fallback=True)
                 return TileContent(content.lanes, content.links, content.agents, used_fallback=True)
-            with torch.inference_mode():
-                edge_types = self.model.vae.decode_edges(z[choice.index:choice.index + 1],
-                                                         torch.as_tensor(choice.slots[choice.check.keep]))
+            edge_types = self._decode_edges(z[choice.index:choice.index + 1], choice.slots[choice.check.keep])
         finally:
             torch.set_num_threads(threads)
         check = choice.check
         stitched = stitch(choice.controls, check, [], self.stitch_config)
         content, diag = self._assemble(request, ctx, choice.lanes[check.keep], stitched, check,
-                                       edge_types.argmax(-1).numpy(),
+                                       edge_types,
                                        decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
         clear = np.ones(len(content.agents), bool)   # keep the start of the +x roads clear for the ego
         for lane in stitched:
@@ -253,10 +268,7 @@ class LearnedTileGenerator(TileGenerator):
             if not choice.valid:
                 return self._fall_back(request, TileDiagnostics(candidates=self.candidates * self.rounds,
                                                                 checked=checked, used_fallback=True))
-            with torch.inference_mode():
-                edge_logits = model.vae.decode_edges(z[choice.index:choice.index + 1],
-                                                     torch.as_tensor(choice.slots[choice.check.keep]))
-            edge_types = edge_logits.argmax(-1).numpy()
+            edge_types = self._decode_edges(z[choice.index:choice.index + 1], choice.slots[choice.check.keep])
         finally:
             torch.set_num_threads(threads)
         check = choice.check

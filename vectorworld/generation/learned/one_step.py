@@ -1,4 +1,5 @@
-"""The one-step sampler of one context as a single frozen graph: what the learned generator runs per tile.
+"""The one-step sampler of one context as a single frozen graph: what the learned generator runs per tile
+(and, for the chosen candidate, the edge decoder as a second one: :class:`EdgeGraph`).
 
 One-step MeanFlow outpainting is a fixed chain of small tensor ops at fixed shapes (one context tile, C
 candidates, ``max_lanes + max_agents`` tokens): VAE encode of the context, the DiT's edge terms, one DiT
@@ -71,4 +72,33 @@ class OneStepGraph:
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled without the graph (a Static Runtime module has no pickle support): rebuilt on first use."""
+        return {**vars(self), "_graph": None}
+
+
+class _Edges(nn.Module):
+    def __init__(self, model: OutpaintModel) -> None:
+        super().__init__()
+        self.vae = model.vae
+
+    def forward(self, z: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        return self.vae.decode_edges(z, slots)
+
+
+class EdgeGraph:
+    """``vae.decode_edges`` (edge logits among the chosen candidate's kept lane slots) as a frozen graph,
+    recorded on first use; it serves any number of slots and returns what the eager decoder returns."""
+
+    def __init__(self, model: OutpaintModel) -> None:
+        self.model = model
+        self._graph: torch.jit.ScriptModule | torch._C.StaticModule | None = None
+
+    @torch.inference_mode()
+    def __call__(self, z: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """Edge-type logits (n, n, 5) among ``slots`` (n,) of one candidate's latents ``z`` (1, N, Z)."""
+        if self._graph is None:
+            self._graph = static_runtime(freeze_trace(_Edges(self.model), (z, slots)))
+        return self._graph(z, slots)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the graph (see :meth:`OneStepGraph.__getstate__`)."""
         return {**vars(self), "_graph": None}
