@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -225,6 +226,17 @@ def reconstruction_loss(out: dict[str, torch.Tensor], batch: dict[str, torch.Ten
     return total, parts
 
 
+def _lane_features(points: np.ndarray) -> np.ndarray:
+    """``lane_features`` of lane points (..., L, P, 2), fitted only where a slot holds points (an all-zero
+    slot's features are zeros: the same result for a fraction of the work, most slots of a context are free)."""
+    from vectorworld.generation.learned.tile_tensors import LANE_FEATURES, lane_features
+
+    used = np.any(points != 0.0, axis=(-1, -2))
+    out = np.zeros(points.shape[:-2] + (LANE_FEATURES,), np.float32)
+    out[used] = lane_features(points[used])
+    return out
+
+
 def batch_to_torch(tiles: dict[str, object], device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
     """Convert batched :class:`TileTensors` fields (numpy, leading B) to the model's torch inputs.
 
@@ -233,9 +245,7 @@ def batch_to_torch(tiles: dict[str, object], device: str | torch.device = "cpu")
     lane_cond (B, L) bool, edges (B, L, L) long, agent_feat (B, A, 23), agent_valid / agent_cond (B, A) bool
     (all normalised, tile frame).
     """
-    import numpy as np
-
-    from vectorworld.generation.learned.tile_tensors import agent_features, lane_features, port_hints
+    from vectorworld.generation.learned.tile_tensors import agent_features, port_hints
 
     def t(x: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
         return torch.as_tensor(np.ascontiguousarray(x)).to(device=device, dtype=dtype)
@@ -246,7 +256,7 @@ def batch_to_torch(tiles: dict[str, object], device: str | torch.device = "cpu")
                            np.asarray(tiles["lane_cond"]), np.asarray(tiles["edges"]))
     return {
         "lane_hint": t(hints, torch.float32),
-        "lane_feat": t(lane_features(np.asarray(tiles["lane_points"])), torch.float32),
+        "lane_feat": t(_lane_features(np.asarray(tiles["lane_points"])), torch.float32),
         "lane_valid": t(tiles["lane_valid"], torch.bool), "lane_cond": t(tiles["lane_cond"], torch.bool),
         "edges": t(tiles["edges"], torch.long),
         "agent_feat": t(agent_features(np.asarray(tiles["agent_state"]), np.asarray(tiles["agent_type"]),
