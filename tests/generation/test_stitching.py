@@ -159,3 +159,31 @@ def test_joints_allow_a_gap_along_the_road_but_not_a_lane_width_across_it() -> N
     assert np.linalg.norm(out[0][-1] - out[1][0]) < 1e-9
     beside = np.stack([_line((0.0, 0.0), (12.0, 0.0)), _line((13.0, 3.0), (31.0, 3.0))])  # the next lane
     assert check_candidate(beside, PORTS[:1], KNOWN, config).successors == []
+
+
+def test_every_end_of_a_stitched_valid_candidate_is_joined_ported_or_on_the_border() -> None:
+    """What the filter lets pass, stitching closes: random decoded-like candidates, every kept lane end ends
+    on its port, on another lane's end or on the border (no end the filter counted as at the border is left
+    short of it)."""
+    rng = np.random.default_rng(5)
+    port = PORTS[:1]
+    config = StitchConfig()
+    valid = 0
+    for _ in range(300):
+        k = int(rng.integers(1, 6))
+        controls = rng.uniform(-30.0, 30.0, (k, 4, 2))
+        controls[0, 0], controls[0, 1] = port[0].xy, port[0].xy + [rng.uniform(2, 10), rng.normal(0, 1)]
+        lanes = bezier_points(controls)
+        check = check_candidate(lanes, port, KNOWN, config)
+        if not check.valid:
+            continue
+        valid += 1
+        out = stitch(controls, check, port, config)
+        ends = [(i, e) for i in range(len(out)) for e in (0, -1)]
+        for i, e in ends:
+            xy = out[i][e]
+            on_border = abs(np.abs(xy).max() - 32.0) < 1e-6
+            on_port = e == 0 and np.allclose(xy, port[0].xy)
+            joined = any(np.linalg.norm(out[j][f] - xy) < 1e-6 for j, f in ends if (j, f) != (i, e) and f != e)
+            assert on_border or on_port or joined, (i, e, xy)
+    assert valid >= 20

@@ -399,9 +399,14 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
         else:
             lane, at_end = ends[0]
             end_xy = kept[lane][3 if at_end else 0]
-            yaw = float(np.arctan2(tangents[0][1], tangents[0][0])) + (0.0 if at_end else np.pi)
-            if not at_border(end_xy[None], np.array([yaw]), config)[0]:
+            back = 0.0 if at_end else np.pi
+            # The filter's verdict (on the polyline's end heading), so an end it let pass always reaches the border.
+            seen = _end_yaws(bezier_points(kept[lane][None], LANE_POINTS), at_end) + back
+            if not at_border(end_xy[None], seen, config)[0]:
                 continue
+            yaw = float(np.arctan2(tangents[0][1], tangents[0][0])) + back
+            if not at_border(end_xy[None], np.array([yaw]), config)[0]:  # a hooked tangent: the body's heading
+                yaw = float(seen[0])
             target, heading = _border_exit(end_xy, yaw), tangents[0]
         for lane, at_end in ends:
             k, inner = (3, 2) if at_end else (0, 1)
