@@ -47,3 +47,21 @@ def test_world_metrics_of_a_straight_world() -> None:
     assert metrics["init_overlap_rate"] == 0.0 and metrics["fallback_rate"] == 0.0
     naive = naive_baseline_metrics(grown, [], seed=0)
     assert 0.0 <= naive["offlane_rate"] <= 1.0
+
+
+def test_grown_worlds_give_each_new_tile_the_agents_of_the_earlier_ones() -> None:
+    """As in a session, where a tile's spawns must stay clear of the world's agents (the overlap metric
+    pools a world's agents: without them a generator could not avoid what it is judged on)."""
+    from tests.straight_world import StraightGenerator
+
+    seen: list[int] = []
+
+    class Recording(StraightGenerator):
+        def generate(self, request):  # noqa: ANN001, ANN202
+            seen.append(len(request.existing_agents_xy))
+            return super().generate(request)
+
+    grown = grow_worlds(Recording(), worlds=1, tiles_per_world=4, seed=0)
+    spawned = np.cumsum([len(r.agents) for r in grown.records[0]])
+    assert spawned[-1] > 0 and seen[0] == 0 and max(seen[1:]) > 0
+    assert all(n <= total for n, total in zip(seen[1:], spawned, strict=False))

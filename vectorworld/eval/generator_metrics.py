@@ -116,7 +116,8 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
         for _ in range(4 * tiles_per_world):
             if len(records) >= min(tiles_per_world - 1, left):
                 break
-            grown = world.grow_at_random_end(rng)
+            placed = [r.agents.xy for r in records if len(r.agents)]  # new tiles spawn clear of them
+            grown = world.grow_at_random_end(rng, np.concatenate(placed) if placed else None)
             if grown is None:
                 break
             for made in grown:

@@ -121,16 +121,19 @@ class StreamingWorld:
             new.extend(self._generate_at(port, agents_xy, moving_xy))
         return new
 
-    def grow_at_random_end(self, rng: np.random.Generator) -> list[GeneratedTile] | None:
+    def grow_at_random_end(self, rng: np.random.Generator, agents_xy: np.ndarray | None = None
+                           ) -> list[GeneratedTile] | None:
         """Generate at a random open lane end, as if an agent drove 10 m before it (corpora and
-        evaluation grow whole worlds this way). Straight fallback lanes are not tiles of the generator
-        and are left out. None when the world has no open end left."""
+        evaluation grow whole worlds this way), with the world's agents at ``agents_xy`` (M, 2) (none by
+        default). Straight fallback lanes are not tiles of the generator and are left out. None when the
+        world has no open end left."""
         open_ends = sorted(i for i, lane in self.graph.lanes.items() if not lane.successors)
         if not open_ends:
             return None
         lane = self.graph[open_ends[int(rng.integers(len(open_ends)))]]
         xy, yaw = lane.end_pose
-        made = self.ensure_coverage(xy - 10.0 * np.array([np.cos(yaw), np.sin(yaw)]), yaw, lane.id, np.zeros((0, 2)))
+        agents_xy = np.zeros((0, 2)) if agents_xy is None else agents_xy
+        made = self.ensure_coverage(xy - 10.0 * np.array([np.cos(yaw), np.sin(yaw)]), yaw, lane.id, agents_xy)
         return [g for g in made if not g.tile.fallback]
 
     def retire(self, ego_xy: np.ndarray) -> list[int]:
