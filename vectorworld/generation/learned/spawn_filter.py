@@ -32,21 +32,32 @@ class SpawnFilterConfig:
 def nearest_lane(xy: np.ndarray, yaw: np.ndarray, lanes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray,
                                                                                     np.ndarray]:
     """For points (M, 2) with headings (M,): index of the best lane (M,) (-1 if none), distance to its
-    centreline (M,) m and absolute heading error (M,) rad. Lanes are polylines (N_i, 2), same frame."""
+    centreline (M,) m and absolute heading error (M,) rad. Lanes are polylines (N_i, 2), same frame.
+
+    The best lane minimises offset + 4 m per rad of heading error (the first on ties); the heading is the
+    one of the lane's segment nearest to the point. All lanes in one batch: their segments padded to the
+    longest lane's (a padded segment is never nearest).
+    """
     m = len(xy)
-    best = np.full(m, -1, np.int64)
-    best_off = np.full(m, np.inf)
-    best_err = np.full(m, np.pi)
-    best_cost = np.full(m, np.inf)
+    if m == 0 or not lanes:
+        return np.full(m, -1, np.int64), np.full(m, np.inf), np.full(m, np.pi)
+    width = max(len(p) for p in lanes) - 1
+    a = np.zeros((len(lanes), width, 2))
+    ab = np.zeros((len(lanes), width, 2))
+    real = np.zeros((len(lanes), width), bool)
     for k, pts in enumerate(lanes):
-        _, _, heading = geometry.project_to_polyline(xy, pts)
-        off = geometry.point_segment_distance(xy, pts[:-1], pts[1:]).min(1)
-        err = np.abs(geometry.wrap_angle(yaw - heading))
-        cost = off + 4.0 * err
-        better = cost < best_cost
-        best[better], best_off[better], best_err[better], best_cost[better] = k, off[better], err[better], \
-            cost[better]
-    return best, best_off, best_err
+        a[k, :len(pts) - 1], ab[k, :len(pts) - 1], real[k, :len(pts) - 1] = pts[:-1], np.diff(pts, axis=0), True
+    len2 = np.maximum(np.sum(ab * ab, -1), 1e-12)                                   # (K, W)
+    t = np.clip(np.sum((xy[:, None, None] - a[None]) * ab[None], -1) / len2[None], 0.0, 1.0)  # (M, K, W)
+    gap = xy[:, None, None] - (a[None] + t[..., None] * ab[None])
+    dist2 = np.where(real[None], np.sum(gap * gap, -1), np.inf)
+    seg = dist2.argmin(2)                                                          # (M, K)
+    off = np.sqrt(np.take_along_axis(dist2, seg[..., None], 2)[..., 0])
+    d = ab[np.arange(len(lanes))[None], seg] / np.sqrt(len2[np.arange(len(lanes))[None], seg])[..., None]
+    err = np.abs(geometry.wrap_angle(yaw[:, None] - np.arctan2(d[..., 1], d[..., 0])))
+    best = np.argmin(off + 4.0 * err, 1)
+    rows = np.arange(m)
+    return best.astype(np.int64), off[rows, best], err[rows, best]
 
 
 def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndarray],

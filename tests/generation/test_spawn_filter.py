@@ -1,0 +1,39 @@
+"""The learned generator's nearest-lane rule (spawn filter and the evaluation's off-lane metric)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vectorworld.generation.learned.spawn_filter import nearest_lane
+
+
+def test_nearest_lane_weighs_offset_against_heading_and_takes_the_nearest_segments_heading() -> None:
+    east = np.array([[-20.0, 0.0], [0.0, 0.0], [20.0, 0.0]])
+    west = np.array([[20.0, 3.0], [-20.0, 3.0]])
+    bend = np.array([[0.0, -10.0], [10.0, -10.0], [10.0, -30.0]])          # east, then south
+    lanes = [east, west, bend]
+    xy = np.array([[5.0, 1.0], [5.0, 2.0], [5.0, 2.0], [11.0, -20.0], [50.0, 0.0]])
+    yaw = np.array([0.0, 0.0, np.pi, -np.pi / 2, 0.0])
+    best, off, err = nearest_lane(xy, yaw, lanes)
+    assert best.tolist() == [0, 0, 1, 2, 0]                   # 1 m closer to west loses to 4 m per rad
+    np.testing.assert_allclose(off, [1.0, 2.0, 1.0, 1.0, 30.0], atol=1e-12)
+    np.testing.assert_allclose(err, [0.0, 0.0, 0.0, 0.0, 0.0], atol=1e-12)
+    assert nearest_lane(xy, yaw, [])[0].tolist() == [-1] * 5
+
+
+def test_nearest_lane_of_lanes_of_any_point_count_is_the_per_lane_projection() -> None:
+    rng = np.random.default_rng(1)
+    lanes = [np.cumsum(rng.normal(0.0, 5.0, (int(n), 2)), 0) for n in rng.integers(2, 30, 8)]
+    xy, yaw = rng.uniform(-30.0, 30.0, (40, 2)), rng.uniform(-np.pi, np.pi, 40)
+    best, off, err = nearest_lane(xy, yaw, lanes)
+    for m in range(len(xy)):
+        costs = []
+        for pts in lanes:
+            a, ab = pts[:-1], np.diff(pts, axis=0)
+            t = np.clip(((xy[m] - a) * ab).sum(1) / np.maximum((ab * ab).sum(1), 1e-12), 0.0, 1.0)
+            d = np.linalg.norm(xy[m] - (a + t[:, None] * ab), axis=1)
+            k = int(d.argmin())
+            e = abs((yaw[m] - np.arctan2(ab[k, 1], ab[k, 0]) + np.pi) % (2 * np.pi) - np.pi)
+            costs.append((d[k] + 4.0 * e, d[k], e))
+        k = int(np.argmin([c[0] for c in costs]))
+        assert best[m] == k and np.isclose(off[m], costs[k][1]) and np.isclose(err[m], costs[k][2])
