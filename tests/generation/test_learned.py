@@ -13,7 +13,7 @@ import tests.straight_world  # noqa: F401  (registers the "test-straight" fallba
 from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
 from vectorworld.generation.learned.bezier import fit_bezier
 from vectorworld.generation.learned.egr_dit import DiTConfig
-from vectorworld.generation.learned.generator import LearnedTileGenerator
+from vectorworld.generation.learned.generator import FIRST_TILE_ROUNDS, LearnedTileGenerator
 from vectorworld.generation.learned.outpaint import OutpaintModel
 from vectorworld.generation.learned.tile_context import build_context
 from vectorworld.generation.learned.tile_tensors import EDGE_SUCC, HALF_TILE_M, LANE_POINTS
@@ -210,6 +210,33 @@ def test_a_second_round_is_sampled_only_when_the_first_fails() -> None:
     assert not content.used_fallback and model.calls == 2 and two.last_diagnostics.checked == 3
     content = two.generate(two_lane_request())                  # a valid first round: no second call
     assert not content.used_fallback and model.calls == 3
+
+
+class _LateFirstTileModel(_FirstTileModel):
+    """Decodes the valid first tile only from its ``late``-th call on (the earlier calls keep no lane)."""
+
+    def __init__(self, late: int) -> None:
+        super().__init__()
+        self.late, self.calls = late, 0
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        self.calls += 1
+        if self.calls < self.late:
+            decoded["lane_logit"][:] = -10.0
+        return decoded, z
+
+
+def test_the_start_tile_samples_further_batches_until_one_holds_a_start_road() -> None:
+    frame = TileFrame(np.zeros(2), 0.0)
+    model = _LateFirstTileModel(late=FIRST_TILE_ROUNDS)
+    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False)
+    assert not gen.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback
+    assert model.calls == FIRST_TILE_ROUNDS
+    model = _LateFirstTileModel(late=FIRST_TILE_ROUNDS + 1)
+    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False)
+    assert gen.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback
+    assert model.calls == FIRST_TILE_ROUNDS and gen.last_diagnostics.checked == 2 * FIRST_TILE_ROUNDS
 
 
 class _ThreadRecorder(_ScriptedModel):
