@@ -95,7 +95,7 @@ def test_procedural_agents_pass_the_spawn_filter() -> None:
         valid = tiles["agent_valid"][i] & (tiles["agent_state"][i][:, 0] >= 0.0)
         state = tiles["agent_state"][i][valid].astype(np.float64)
         lanes = [p.astype(np.float64) for p in tiles["lane_points"][i][tiles["lane_valid"][i]]]
-        keep, _ = filter_spawns(state, tiles["agent_type"][i][valid], lanes, np.zeros((0, 2)), SpawnFilterConfig())
+        keep, _, _ = filter_spawns(state, tiles["agent_type"][i][valid], lanes, np.zeros((0, 2)), SpawnFilterConfig())
         kept, total = kept + int(keep.sum()), total + len(state)
         parked += int(((tiles["agent_type"][i][valid] == 0) & (state[:, 2] < 0.5)).sum())
     assert total >= 60 and parked >= 10

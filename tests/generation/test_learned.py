@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import tests.straight_world  # noqa: F401  (registers the "test-straight" fallback generator)
+from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
 from vectorworld.generation.learned.bezier import fit_bezier
 from vectorworld.generation.learned.egr_dit import DiTConfig
@@ -125,7 +126,9 @@ def test_generate_picks_valid_candidate_and_stitches_exactly() -> None:
     agents = content.agents
     assert len(agents) == 1                               # the second car overlaps the first
     assert agents.lane_id[0] == first.id
-    np.testing.assert_allclose(agents.yaw[0], YAW, atol=1e-6)
+    lane_heading = geometry.project_to_polyline(agents.xy[:1], first.points)[2][0]
+    np.testing.assert_allclose(agents.yaw[0], lane_heading, atol=1e-9)   # its lane's heading (decoded: YAW)
+    assert abs(agents.yaw[0] - YAW) < np.radians(25.0)
     assert np.abs(agents.motion_code[0]).sum() > 0          # warm start from the decoded motion code
     assert agents.speed[0] == pytest.approx(8.0, abs=1e-4)
 

@@ -367,9 +367,9 @@ class LearnedTileGenerator(TileGenerator):
         types = feat[:, 7:7 + NUM_AGENT_TYPES].argmax(-1)
         motion = feat[:, 7 + NUM_AGENT_TYPES:].reshape(-1, MOTION_POINTS, 2) * MOTION_SCALE_M
         existing = request.frame.to_local(np.asarray(request.existing_agents_xy, np.float64).reshape(-1, 2))
-        keep, lane = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
+        keep, lane, yaw = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
         state, types, motion, lane = state[keep], types[keep], motion[keep], lane[keep]
-        yaw = geometry.wrap_angle(np.arctan2(state[:, 4], state[:, 3]) + request.frame.yaw)
+        yaw = geometry.wrap_angle(yaw[keep] + request.frame.yaw)
         spawns = AgentSpawns(
             xy=request.frame.to_global(state[:, :2]), yaw=yaw, speed=state[:, 2].astype(np.float64),
             length=state[:, 5].astype(np.float64), width=state[:, 6].astype(np.float64),

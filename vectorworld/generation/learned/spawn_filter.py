@@ -61,18 +61,21 @@ def nearest_lane(xy: np.ndarray, yaw: np.ndarray, lanes: list[np.ndarray]) -> tu
 
 
 def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndarray],
-                  existing_xy: np.ndarray, config: SpawnFilterConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Which decoded agents to keep, and each one's lane index.
+                  existing_xy: np.ndarray, config: SpawnFilterConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which decoded agents to keep, each one's lane index, and its heading.
 
     state: (M, 7) SI (x, y, speed, cos, sin, length, width), tile frame; agent_type: (M,) in [0, 4)
     (0 = vehicle); lanes: candidate lanes (tile frame); existing_xy: (E, 2) tile frame.
-    Returns keep (M,) bool and lane index (M,) int64 (-1 if none). Greedy: earlier agents win overlaps.
+    Returns keep (M,) bool, lane index (M,) int64 (-1 if none) and heading (M,) rad: a vehicle on a lane
+    takes the lane's heading at its position (a decoded heading within the filter's 25 deg is noise: real
+    vehicles, standing or moving, follow their lane to a few degrees), the others keep the decoded one.
+    Greedy: earlier agents win overlaps (judged with those headings).
     """
     m = len(state)
     if m == 0:
-        return np.zeros(0, bool), np.zeros(0, np.int64)
+        return np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0)
     xy = state[:, :2].astype(np.float64)
-    yaw = np.arctan2(state[:, 4], state[:, 3])
+    yaw = np.arctan2(state[:, 4], state[:, 3]).astype(np.float64)
     lane, off, err = nearest_lane(xy, yaw, lanes) if lanes else (np.full(m, -1), np.full(m, np.inf),
                                                                   np.full(m, np.pi))
     inside = (np.max(np.abs(xy), -1) <= HALF_TILE_M) & (xy[:, 0] >= config.min_x_m)
@@ -83,6 +86,10 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     if len(existing_xy):
         gap = np.linalg.norm(xy[:, None] - existing_xy[None], axis=-1).min(1)
         keep &= gap >= state[:, 5] / 2.0 + 2.5 + config.clearance_m
+    aligned = vehicle & keep & (lane >= 0)
+    for k in np.unique(lane[aligned]).tolist():
+        rows = np.flatnonzero(aligned & (lane == k))
+        yaw[rows] = geometry.project_to_polyline(xy[rows], lanes[k])[2]
     corners = geometry.box_corners(xy, yaw, state[:, 5], state[:, 6])
     accepted: list[int] = []
     for i in np.flatnonzero(keep):
@@ -90,4 +97,4 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
             keep[i] = False
             continue
         accepted.append(int(i))
-    return keep, np.where(keep, lane, -1)
+    return keep, np.where(keep, lane, -1), yaw
