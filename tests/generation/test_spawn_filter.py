@@ -39,14 +39,21 @@ def test_nearest_lane_of_lanes_of_any_point_count_is_the_per_lane_projection() -
         assert best[m] == k and np.isclose(off[m], costs[k][1]) and np.isclose(err[m], costs[k][2])
 
 
-def test_kept_vehicles_take_their_lanes_heading_and_others_keep_theirs() -> None:
+def test_kept_vehicles_follow_their_lane_moving_ones_on_its_centre_and_others_keep_their_pose() -> None:
     from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
 
     lane = np.stack([np.linspace(0.0, 30.0, 7), np.linspace(0.0, 30.0, 7) * 0.1], -1)   # heading 0.0997 rad
     off = np.radians(20.0)
-    state = np.array([[10.0, 1.5, 5.0, np.cos(off), np.sin(off), 4.5, 2.0],          # vehicle, 20 deg off
-                      [20.0, 2.0, 1.0, np.cos(1.0), np.sin(1.0), 0.6, 0.6],          # pedestrian
+    state = np.array([[10.0, 1.5, 5.0, np.cos(off), np.sin(off), 4.5, 2.0],          # moving, 20 deg off
+                      [20.0, 4.3, 0.0, np.cos(off), np.sin(off), 4.5, 2.0],          # parked 2.3 m beside
+                      [5.0, 2.0, 1.0, np.cos(1.0), np.sin(1.0), 0.6, 0.6],           # pedestrian
                       [25.0, 2.5, 5.0, np.cos(0.8), np.sin(0.8), 4.5, 2.0]])         # vehicle, 40 deg off
-    keep, lane_of, yaw = filter_spawns(state, np.array([0, 1, 0]), [lane], np.zeros((0, 2)), SpawnFilterConfig())
-    assert keep.tolist() == [True, True, False] and lane_of[0] == 0
-    assert yaw[0] == np.arctan2(3.0, 30.0) and yaw[1] == np.arctan2(np.sin(1.0), np.cos(1.0))
+    keep, lane_of, pose = filter_spawns(state, np.array([0, 0, 1, 0]), [lane], np.zeros((0, 2)),
+                                        SpawnFilterConfig())
+    assert keep.tolist() == [True, True, True, False] and lane_of[:2].tolist() == [0, 0]
+    heading = np.arctan2(3.0, 30.0)
+    assert pose[0, 2] == heading and pose[1, 2] == heading
+    np.testing.assert_allclose(pose[0, 1], pose[0, 0] * 0.1, atol=1e-9)          # on the centreline
+    np.testing.assert_allclose(np.hypot(*(pose[0, :2] - [10.0, 1.5])), abs(0.5 * np.cos(heading)), atol=1e-9)
+    assert pose[1, :2].tolist() == [20.0, 4.3]                                    # parked: stays at the curb
+    assert pose[2].tolist() == [5.0, 2.0, np.arctan2(np.sin(1.0), np.cos(1.0))]

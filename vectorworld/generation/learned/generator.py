@@ -368,11 +368,11 @@ class LearnedTileGenerator(TileGenerator):
         types = feat[:, 7:7 + NUM_AGENT_TYPES].argmax(-1)
         motion = feat[:, 7 + NUM_AGENT_TYPES:].reshape(-1, MOTION_POINTS, 2) * MOTION_SCALE_M
         existing = request.frame.to_local(np.asarray(request.existing_agents_xy, np.float64).reshape(-1, 2))
-        keep, lane, yaw = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
-        state, types, motion, lane = state[keep], types[keep], motion[keep], lane[keep]
-        yaw = geometry.wrap_angle(yaw[keep] + request.frame.yaw)
+        keep, lane, pose = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
+        state, types, motion, lane, pose = state[keep], types[keep], motion[keep], lane[keep], pose[keep]
+        yaw = geometry.wrap_angle(pose[:, 2] + request.frame.yaw)
         spawns = AgentSpawns(
-            xy=request.frame.to_global(state[:, :2]), yaw=yaw, speed=state[:, 2].astype(np.float64),
+            xy=request.frame.to_global(pose[:, :2]), yaw=yaw, speed=state[:, 2].astype(np.float64),
             length=state[:, 5].astype(np.float64), width=state[:, 6].astype(np.float64),
             agent_type=_AGENT_TYPES[types], lane_id=np.array([ids[k] if k >= 0 else -1 for k in lane], np.int64),
             motion_code=np.where(state[:, 2:3, None] < 0.2, 0.0, motion).astype(np.float64))

@@ -62,25 +62,27 @@ def nearest_lane(xy: np.ndarray, yaw: np.ndarray, lanes: list[np.ndarray]) -> tu
 
 def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndarray],
                   existing_xy: np.ndarray, config: SpawnFilterConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Which decoded agents to keep, each one's lane index, and its heading.
+    """Which decoded agents to keep, each one's lane index, and its pose.
 
     state: (M, 7) SI (x, y, speed, cos, sin, length, width), tile frame; agent_type: (M,) in [0, 4)
     (0 = vehicle); lanes: candidate lanes (tile frame); existing_xy: (E, 2) tile frame.
-    Returns keep (M,) bool, lane index (M,) int64 (-1 if none) and heading (M,) rad: a vehicle on a lane
-    takes the lane's heading at its position (a decoded heading within the filter's 25 deg is noise: real
-    vehicles, standing or moving, follow their lane to a few degrees), the others keep the decoded one.
-    Greedy: earlier agents win overlaps (judged with those headings).
+    Returns keep (M,) bool, lane index (M,) int64 (-1 if none) and pose (M, 3) (x, y, heading; tile frame):
+    a vehicle on a lane takes the lane's heading at its position, and a moving one its centreline (decoded
+    headings within the filter's 25 deg and offsets within its 2 m are noise: real traffic drives on its
+    lane's centre, only parked cars stand off it); the others keep the decoded pose. Greedy: earlier
+    agents win overlaps (judged at those poses).
     """
     m = len(state)
     if m == 0:
-        return np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0)
+        return np.zeros(0, bool), np.zeros(0, np.int64), np.zeros((0, 3))
     xy = state[:, :2].astype(np.float64)
     yaw = np.arctan2(state[:, 4], state[:, 3]).astype(np.float64)
     lane, off, err = nearest_lane(xy, yaw, lanes) if lanes else (np.full(m, -1), np.full(m, np.inf),
                                                                   np.full(m, np.pi))
     inside = (np.max(np.abs(xy), -1) <= HALF_TILE_M) & (xy[:, 0] >= config.min_x_m)
     vehicle = agent_type == 0
-    reach = np.where(state[:, 2] < config.parked_speed_mps, config.max_parked_offset_m, config.max_lane_offset_m)
+    parked = state[:, 2] < config.parked_speed_mps
+    reach = np.where(parked, config.max_parked_offset_m, config.max_lane_offset_m)
     on_lane = (off <= reach) & (err <= config.max_heading_rad)
     keep = inside & (~vehicle | on_lane)
     if len(existing_xy):
@@ -89,7 +91,11 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     aligned = vehicle & keep & (lane >= 0)
     for k in np.unique(lane[aligned]).tolist():
         rows = np.flatnonzero(aligned & (lane == k))
-        yaw[rows] = geometry.project_to_polyline(xy[rows], lanes[k])[2]
+        _, lateral, heading = geometry.project_to_polyline(xy[rows], lanes[k])
+        yaw[rows] = heading
+        moving = ~parked[rows]
+        left = np.stack([-np.sin(heading), np.cos(heading)], -1)
+        xy[rows[moving]] -= lateral[moving, None] * left[moving]
     corners = geometry.box_corners(xy, yaw, state[:, 5], state[:, 6])
     accepted: list[int] = []
     for i in np.flatnonzero(keep):
@@ -97,4 +103,4 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
             keep[i] = False
             continue
         accepted.append(int(i))
-    return keep, np.where(keep, lane, -1), yaw
+    return keep, np.where(keep, lane, -1), np.concatenate([xy, yaw[:, None]], -1)
