@@ -14,6 +14,7 @@ This module imports quickly: torch and the weights load lazily on the first ``ge
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,9 +32,15 @@ from vectorworld.generation.base import (
     make_generator,
     register_generator,
 )
-from vectorworld.generation.learned.candidates import choose_candidate
+from vectorworld.generation.learned.candidates import Choice, choose_candidate
 from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
-from vectorworld.generation.learned.stitching import CandidateCheck, StitchConfig, lanes_reference, stitch
+from vectorworld.generation.learned.stitching import (
+    CandidateCheck,
+    KnownLanes,
+    StitchConfig,
+    lanes_reference,
+    stitch,
+)
 from vectorworld.generation.learned.tile_context import TileContext, build_context
 from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
@@ -61,10 +68,10 @@ WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_STEPS = 1
 """MeanFlow steps by default: one network call (the one-step map u(z_1, 0, 1))."""
 DEFAULT_CANDIDATES = 2
+"""Candidates sampled per tile (one batched call); the filter checks them lazily, best first."""
 DEFAULT_ROUNDS = 2
 """A second batch of ``DEFAULT_CANDIDATES`` only for a tile whose first batch all failed the filter: 9.3% ->
 4.8% procedural fallback (6 seeds x 200 held-out tiles), the common path still samples 2 candidates."""
-"""Candidates sampled per tile (one batched call); the filter checks them lazily, best first."""
 
 
 @dataclass(frozen=True)
@@ -90,11 +97,11 @@ LINK_TOL_M = 0.01
 """A port link is made only where stitching put the lane end on the port (a lane end that reached two
 ports metres apart is snapped onto one of them)."""
 FIRST_TILE_CLEAR_M = 12.0
+"""No decoded agent within this of the first 8 points of a +x road of the first tile (the ego starts there)."""
 FIRST_TILE_ROUNDS = 24
 """Batches of candidates the start tile may sample (once per episode, so it may take longer than a frontier
 tile): a road through the centre along +x on 29 of 200 seeds with one batch of 2, 123 with 8, 190 with 24
 (p50 33 ms, p90 106 ms including the procedural start tile of the rest)."""
-"""No decoded agent within this of the first 8 points of a +x road of the first tile (the ego starts there)."""
 
 
 def _along_x(lane: np.ndarray, max_rad: float = 0.5) -> bool:
@@ -206,16 +213,9 @@ class LearnedTileGenerator(TileGenerator):
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
         try:
-            known = lanes_reference(np.zeros((0, 20, 2)))
-            checked = 0
-            for attempt in range(FIRST_TILE_ROUNDS):
-                decoded, z = self._sample(ctx, seed + attempt)
-                choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints,
-                                          np.ones(cfg.max_lanes, bool), [], known, self.stitch_config,
-                                          self.exist_threshold, accept=_has_start_road)
-                checked += choice.checked
-                if choice.valid:
-                    break
+            choice, checked, decoded, z = self._sample_until_valid(
+                ctx, seed, FIRST_TILE_ROUNDS, np.ones(cfg.max_lanes, bool), lanes_reference(np.zeros((0, 20, 2))),
+                accept=_has_start_road)
             if not choice.valid:
                 content = self.fallback.first_tile(frame, lane_ids, rng)
                 self.last_diagnostics = TileDiagnostics(candidates=self.candidates * FIRST_TILE_ROUNDS,
@@ -264,16 +264,9 @@ class LearnedTileGenerator(TileGenerator):
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
         try:
-            frontier = ~ctx.tiles.lane_cond
             known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
-            checked = 0
-            for attempt in range(self.rounds):  # a further batch only when every candidate failed
-                decoded, z = self._sample(ctx, seed + attempt)
-                choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
-                                          list(ctx.ports), known, self.stitch_config, self.exist_threshold)
-                checked += choice.checked
-                if choice.valid:
-                    break
+            choice, checked, decoded, z = self._sample_until_valid(ctx, seed, self.rounds, ~ctx.tiles.lane_cond,
+                                                                   known)
             if not choice.valid:
                 return self._fall_back(request, TileDiagnostics(candidates=self.candidates * self.rounds,
                                                                 checked=checked, used_fallback=True))
@@ -290,6 +283,22 @@ class LearnedTileGenerator(TileGenerator):
                                                 checked=checked, candidates=self.candidates,
                                                 decoded_agents=diag[2], kept_agents=len(content.agents))
         return content
+
+    def _sample_until_valid(self, ctx: TileContext, seed: int, rounds: int, frontier: np.ndarray,
+                            known: KnownLanes, accept: Callable[[np.ndarray], bool] | None = None
+                            ) -> tuple[Choice, int, dict[str, np.ndarray], torch.Tensor]:
+        """Batches of candidates (seeds ``seed``, ``seed + 1``, ...) until one passes the filter, at most
+        ``rounds``: the choice (the best invalid one if none passed), how many candidates were checked, and
+        the decoded batch and latents it came from."""
+        checked = 0
+        for attempt in range(rounds):
+            decoded, z = self._sample(ctx, seed + attempt)
+            choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
+                                      list(ctx.ports), known, self.stitch_config, self.exist_threshold, accept)
+            checked += choice.checked
+            if choice.valid:
+                break
+        return choice, checked, decoded, z
 
     def _sample(self, ctx: TileContext, seed: int) -> tuple[dict[str, np.ndarray], torch.Tensor]:
         """Sample the candidates of one context in one batched network call per step; numpy outputs."""
