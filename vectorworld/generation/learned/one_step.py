@@ -12,6 +12,8 @@ outside the graph with the caller's generator, so a seed gives the same tile as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -50,12 +52,26 @@ class _OneStep(nn.Module):
         return (*(out[name] for name in OUTPUTS), z)
 
 
-class OneStepGraph:
+class _FrozenOnFirstUse:
+    """A frozen graph recorded on the first call's inputs and run under Static Runtime; pickled without it
+    (a Static Runtime module has no pickle support): rebuilt on first use."""
+
+    _graph: torch.jit.ScriptModule | torch._C.StaticModule | None = None
+
+    def _run(self, module: Callable[[], nn.Module], args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        if self._graph is None:
+            self._graph = static_runtime(freeze_trace(module(), args))
+        return self._graph(*args)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**vars(self), "_graph": None}
+
+
+class OneStepGraph(_FrozenOnFirstUse):
     """One-step outpainting of one context, traced and frozen on first use for its candidate count."""
 
     def __init__(self, model: OutpaintModel, candidates: int) -> None:
         self.model, self.candidates = model, candidates
-        self._graph: torch.jit.ScriptModule | torch._C.StaticModule | None = None
 
     @torch.inference_mode()
     def __call__(self, context: dict[str, torch.Tensor], generator: torch.Generator
@@ -64,18 +80,13 @@ class OneStepGraph:
         sampler returns them (the noise drawn the same way from ``generator``)."""
         tokens = context["lane_valid"].shape[1] + context["agent_valid"].shape[1]
         eps = torch.randn((self.candidates, tokens, self.model.vae.config.latent), generator=generator)
-        args = (*(context[name] for name in INPUTS), eps)
-        if self._graph is None:
-            self._graph = static_runtime(freeze_trace(_OneStep(self.model), args))
-        *decoded, z = self._graph(*args)
+        *decoded, z = self._run(lambda: _OneStep(self.model), (*(context[name] for name in INPUTS), eps))
         return dict(zip(OUTPUTS, decoded, strict=True)), z
-
-    def __getstate__(self) -> dict[str, object]:
-        """Pickled without the graph (a Static Runtime module has no pickle support): rebuilt on first use."""
-        return {**vars(self), "_graph": None}
 
 
 class _Edges(nn.Module):
+    """The VAE's edge decoder on a subset of lane slots (see ``TileVAE.decode_edges``)."""
+
     def __init__(self, model: OutpaintModel) -> None:
         super().__init__()
         self.vae = model.vae
@@ -84,21 +95,14 @@ class _Edges(nn.Module):
         return self.vae.decode_edges(z, slots)
 
 
-class EdgeGraph:
+class EdgeGraph(_FrozenOnFirstUse):
     """``vae.decode_edges`` (edge logits among the chosen candidate's kept lane slots) as a frozen graph,
     recorded on first use; it serves any number of slots and returns what the eager decoder returns."""
 
     def __init__(self, model: OutpaintModel) -> None:
         self.model = model
-        self._graph: torch.jit.ScriptModule | torch._C.StaticModule | None = None
 
     @torch.inference_mode()
     def __call__(self, z: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """Edge-type logits (n, n, 5) among ``slots`` (n,) of one candidate's latents ``z`` (1, N, Z)."""
-        if self._graph is None:
-            self._graph = static_runtime(freeze_trace(_Edges(self.model), (z, slots)))
-        return self._graph(z, slots)
-
-    def __getstate__(self) -> dict[str, object]:
-        """Pickled without the graph (see :meth:`OneStepGraph.__getstate__`)."""
-        return {**vars(self), "_graph": None}
+        return self._run(lambda: _Edges(self.model), (z, slots))
