@@ -12,6 +12,7 @@ from vectorworld.eval.generator_metrics import (
     frechet_distance,
     grow_worlds,
     js_divergence,
+    lane_stat_means,
     naive_baseline_metrics,
     world_metrics,
 )
@@ -29,6 +30,19 @@ def test_frechet_distance_zero_for_same_and_grows_with_shift() -> None:
     x = np.random.default_rng(0).normal(size=(400, 3))
     assert frechet_distance(x, x) == pytest.approx(0.0, abs=1e-6)
     assert frechet_distance(x + 2.0, x) > frechet_distance(x + 1.0, x) > 0.5
+
+
+def test_lane_stat_means_name_the_statistic_that_moves_the_frechet_distance() -> None:
+    ref = np.random.default_rng(1).normal([12.0, 21.0, 0.008, 0.85, 4.8], [9.0, 7.0, 0.01, 0.6, 2.9], (300, 5))
+    gen = ref.copy()
+    gen[:, 0] -= 2.0 * ref[:, 0].std()  # two reference standard deviations fewer lanes, nothing else changed
+    means = lane_stat_means(gen, ref)
+    assert means["frechet_lanes"] == pytest.approx(4.0)
+    assert means["frechet_lanes"] == pytest.approx(frechet_distance(gen, ref), rel=1e-6)  # same covariance
+    for name in ("lane_length_m", "curvature", "degree", "components"):
+        assert means[f"frechet_{name}"] == pytest.approx(0.0, abs=1e-12)
+        assert means[f"{name}_mean"] == pytest.approx(means[f"reference_{name}_mean"])
+    assert means["lanes_mean"] == pytest.approx(means["reference_lanes_mean"] - 2.0 * ref[:, 0].std())
 
 
 def test_convex_intersection_area_of_boxes() -> None:

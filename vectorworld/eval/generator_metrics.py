@@ -325,9 +325,23 @@ def distribution_metrics(tiles: list[TileTensors], reference: list[TileTensors])
     gen_stats = np.array([tile_lane_stats(t) for t in tiles]).reshape(-1, len(LANE_STATS))
     ref_stats = np.array([tile_lane_stats(t) for t in reference]).reshape(-1, len(LANE_STATS))
     out["lane_frechet"] = frechet_distance(gen_stats, ref_stats)
-    col = LANE_STATS.index("curvature")
-    out["curvature_mean"] = float(gen_stats[:, col].mean()) if len(gen_stats) else float("nan")
-    out["reference_curvature_mean"] = float(ref_stats[:, col].mean()) if len(ref_stats) else float("nan")
+    out.update(lane_stat_means(gen_stats, ref_stats))
+    return out
+
+
+def lane_stat_means(gen_stats: np.ndarray, ref_stats: np.ndarray) -> dict[str, float]:
+    """Per-tile lane statistics (N, 5) and (M, 5) of :func:`tile_lane_stats` -> the mean of each, generated
+    (``<stat>_mean``) and reference (``reference_<stat>_mean``), and each mean's share of the Frechet
+    distance (``frechet_<stat>``: squared difference of the means in reference standard deviations, the
+    term :func:`frechet_distance` adds for that statistic before the covariance terms): which statistic
+    keeps a generator far from the reference."""
+    out: dict[str, float] = {}
+    scale = np.maximum(ref_stats.std(0), 1e-6) if len(ref_stats) > 1 else None
+    for col, name in enumerate(LANE_STATS):
+        gen = float(gen_stats[:, col].mean()) if len(gen_stats) else float("nan")
+        ref = float(ref_stats[:, col].mean()) if len(ref_stats) else float("nan")
+        out[f"{name}_mean"], out[f"reference_{name}_mean"] = gen, ref
+        out[f"frechet_{name}"] = float(((gen - ref) / scale[col]) ** 2) if scale is not None else float("nan")
     return out
 
 

@@ -37,7 +37,9 @@ COLUMNS = ("tiles", "tile_ms_p50", "tile_ms_p95", "tile_cpu_ms_p50", "tile_cpu_m
            "raw_epd_m_mean", "raw_epd_m_p95", "epd_m_mean",
            "epd_m_p95", "dangling_rate", "init_overlap_rate", "offlane_rate", "agents_per_tile",
            "jsd_nn_dist_m", "jsd_lateral_m", "jsd_heading_rad", "jsd_length_m", "jsd_width_m",
-           "jsd_speed_mps", "lane_frechet", "curvature_mean", "reference_curvature_mean",
+           "jsd_speed_mps", "lane_frechet", "lanes_mean", "reference_lanes_mean",
+           "lane_length_m_mean", "reference_lane_length_m_mean", "curvature_mean", "reference_curvature_mean",
+           "degree_mean", "reference_degree_mean", "components_mean", "reference_components_mean",
            "learned_only_tiles", "learned_only_epd_m_mean",
            "learned_only_dangling_rate", "learned_only_init_overlap_rate", "learned_only_offlane_rate",
            "learned_only_agents_per_tile", "learned_only_tile_ms_p50")
