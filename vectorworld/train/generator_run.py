@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -39,6 +40,9 @@ from vectorworld.train.generator_training import (
     latent_scale,
     vae_loss_fn,
 )
+
+if TYPE_CHECKING:
+    from vectorworld.generation.learned.candidates import Choice
 
 STATE_FILE = "run_state.pt"
 LATEST = "latest"
@@ -111,9 +115,14 @@ def _atomic_save(obj: object, path: Path) -> None:
 
 @torch.no_grad()
 def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates: int = 2, steps: int = 1,
-                      seed: int = 0) -> dict[str, float]:
+                      seed: int = 0, on_tile: Callable[[int, TileTensors, dict[str, torch.Tensor], Choice], None]
+                      | None = None) -> dict[str, float]:
     """One-step outpainting of held-out ground-truth tiles, judged by the validity filter: the share of tiles
-    with a valid candidate, the frontier lanes kept per tile and the mean raw port gap (m) of the winners."""
+    with a valid candidate, the mean raw port gap (m) of the winners, and where the frontier lanes of a tile
+    go (its lane funnel, per tile): ``data_lanes_per_tile`` in the tile, ``vae_lanes_per_tile`` in the VAE's
+    decode of the tile's own latents, ``decoded_lanes_per_tile`` in a sample (mean over the candidates) and
+    ``lanes_per_tile`` kept by the filter in the chosen one. ``on_tile(i, tile, decoded, choice)`` sees every
+    tile's candidates and choice (drawings)."""
     from vectorworld.generation.learned.candidates import choose_candidate
     from vectorworld.generation.learned.outpaint import SamplerConfig
     from vectorworld.generation.learned.stitching import StitchConfig, lanes_reference
@@ -123,29 +132,42 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
 
     was_training = model.dit.training
     model.eval()
-    valid, lanes, gaps = [], [], []
+    valid, lanes, gaps, data, vae, decoded_lanes = [], [], [], [], [], []
     sampler = SamplerConfig("meanflow", steps, candidates)
     config = StitchConfig()
     device = next(model.parameters()).device
     for i, tile in enumerate(tiles):
         ctx = context_from_tile(tile)
+        frontier = ~ctx.tiles.lane_cond
         batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]}, device)
         decoded, _ = model.outpaint(batch, sampler, torch.Generator().manual_seed(seed + i))
+        lane_prob = torch.sigmoid(decoded["lane_logit"]).cpu().numpy()
         known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
-        choice = choose_candidate(decoded["lane_feat"].cpu().numpy(),
-                                  torch.sigmoid(decoded["lane_logit"]).cpu().numpy(), ctx.hints,
-                                  ~ctx.tiles.lane_cond, list(ctx.ports), known, config)
+        choice = choose_candidate(decoded["lane_feat"].cpu().numpy(), lane_prob, ctx.hints, frontier,
+                                  list(ctx.ports), known, config)
+        new = tile.lane_valid & ~tile.lane_cond
+        own = model.vae.decode(model.vae.encode(batch_to_torch(stack_tiles([tile]).as_dict(), device))[0],
+                               with_edges=False)["lane_logit"][0].cpu().numpy() > 0.0
+        data.append(int(new.sum()))
+        vae.append(int((own & new).sum()))
+        decoded_lanes.append(float((lane_prob[:, frontier] > 0.5).sum(1).mean()))
         valid.append(choice.valid)
         lanes.append(len(choice.check.keep))
         for pos, lane in choice.check.port_links:
             port = ctx.ports[pos]
             end = choice.lanes[choice.check.keep[lane]][0 if port.is_out else -1]
             gaps.append(float(np.linalg.norm(end - port.xy)))
+        if on_tile is not None:
+            on_tile(i, tile, decoded, choice)
     if was_training:
         model.dit.train()
-    return {"valid_share": float(np.mean(valid)) if valid else float("nan"),
-            "lanes_per_tile": float(np.mean(lanes)) if lanes else float("nan"),
-            "raw_port_gap_m": float(np.mean(gaps)) if gaps else float("nan")}
+
+    def mean(values: list[float]) -> float:
+        return float(np.mean(values)) if values else float("nan")
+
+    return {"valid_share": mean(valid), "lanes_per_tile": mean(lanes), "raw_port_gap_m": mean(gaps),
+            "data_lanes_per_tile": mean(data), "vae_lanes_per_tile": mean(vae),
+            "decoded_lanes_per_tile": mean(decoded_lanes)}
 
 
 class GeneratorRun:
