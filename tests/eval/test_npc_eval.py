@@ -85,3 +85,37 @@ def test_session_jobs_run_seed_major_and_summaries_group_by_policy() -> None:
     summary = summarize_sessions(reports, ("a", "b"))
     assert summary["a"]["episodes"] == 3 and summary["a"]["seeds"] == [0, 1, 2]
     assert summary["b"]["npc_collision_events"] == 2 and summary["b"]["km"] == 1.0
+
+
+def test_eval_npc_refuses_a_missing_womd_file_before_running_any_episode(tmp_path: Path, monkeypatch) -> None:
+    """A mistyped --womd path used to be skipped silently after the whole comparison had run."""
+    from typer.testing import CliRunner
+
+    from vectorworld.cli import app
+    from vectorworld.errors import DataFormatError
+    from vectorworld.eval import npc_eval
+
+    def no_episodes(*args: object, **kwargs: object) -> dict:
+        raise AssertionError("episodes ran before the WOMD path was checked")
+
+    monkeypatch.setattr(npc_eval, "evaluate_npc_session", no_episodes)
+    missing = tmp_path / "missing.tfrecord"
+    with pytest.raises(DataFormatError, match="missing.tfrecord"):
+        npc_eval.evaluate_npc(1, 0.01, ("idm",), womd_path=missing, synthetic=False)
+    result = CliRunner().invoke(app, ["eval", "npc", "--policies", "idm", "--no-synthetic", "--womd", str(missing)])
+    assert result.exit_code == 2 and "missing.tfrecord" in result.output
+
+
+@pytest.mark.skipif(not WOMD.is_file(), reason="shared WOMD sample not present")
+def test_eval_npc_table_shows_the_womd_rows() -> None:
+    from typer.testing import CliRunner
+
+    from vectorworld.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "npc", "--km", "0.01", "--episodes", "1", "--policies", "idm",
+                                      "--no-synthetic", "--womd", str(WOMD)])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[1]: line for line in result.output.splitlines() if line.startswith("womd")}
+    assert set(rows) == {"idm", "deltasim-bc"}
+    assert "de_8s_m=" in rows["idm"] and "agents=49" in rows["idm"]
+    assert "top1=" in rows["deltasim-bc"]

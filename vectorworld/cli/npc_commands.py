@@ -81,3 +81,8 @@ def register(app: typer.Typer) -> None:
             for name, row in report.get(section, {}).items():
                 typer.echo(f"{section:9s} {name:18s} episodes={row['episodes']} " + " ".join(
                     f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, float)))
+        womd = report.get("womd", {})
+        rows = {**womd.get("rollout", {}), **({"deltasim-bc": womd["bc"]} if "bc" in womd else {})}
+        for name, row in rows.items():  # the real log: displacement per policy, ΔSim's one-step accuracy
+            typer.echo(f"{'womd':9s} {name:18s} " + " ".join(
+                f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)))

@@ -27,6 +27,7 @@ from policies.deltasim.feasibility import realised_infeasible
 from policies.deltasim.kdisks import body_delta
 from policies.deltasim.observation import ObservationBuilder
 from policies.deltasim.scenes import drive, synthetic_input
+from vectorworld.errors import DataFormatError
 from vectorworld.scene import AgentType, LaneGraph
 from vectorworld.signals import SignalBoard
 from vectorworld.sim.metrics import MetricTracker
@@ -394,8 +395,11 @@ def evaluate_npc(seeds: int = 20, km: float = 1.0, policies: Sequence[str] = DEF
                  womd_path: Path | None = None, synthetic_steps: int = 300, session: bool = True,
                  synthetic: bool = True, workers: int = 1, max_steps: int | None = None,
                  seeds_by_policy: Mapping[str, int] | None = None) -> dict:
-    """Everything: Session episodes, synthetic dense traffic, and the WOMD hold-out when available.
-    ``seeds_by_policy`` gives some policies fewer (or more) Session seeds than ``seeds``."""
+    """Everything: Session episodes, synthetic dense traffic, and the WOMD hold-out when ``womd_path`` is
+    given (DataFormatError before any episode runs if it is not a file). ``seeds_by_policy`` gives some
+    policies fewer (or more) Session seeds than ``seeds``."""
+    if womd_path is not None and not Path(womd_path).is_file():
+        raise DataFormatError(f"WOMD file not found: {womd_path}")
     report: dict = {"policies": list(policies), "seeds": seeds, "km": km,
                     "seeds_by_policy": {name: (seeds_by_policy or {}).get(name, seeds) for name in policies},
                     "load_avg_start": list(os.getloadavg())}
@@ -405,7 +409,7 @@ def evaluate_npc(seeds: int = 20, km: float = 1.0, policies: Sequence[str] = DEF
     if synthetic:
         report["synthetic"] = evaluate_npc_synthetic(policies, seeds, synthetic_steps, workers=workers,
                                                      seeds_by_policy=seeds_by_policy)
-    if womd_path is not None and Path(womd_path).is_file():
+    if womd_path is not None:
         report["womd"] = evaluate_womd(Path(womd_path), policies)
         report["womd"]["bc"] = womd_bc_accuracy(Path(womd_path), make_policy("deltasim"))
     report["load_avg_end"] = list(os.getloadavg())
