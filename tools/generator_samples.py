@@ -4,9 +4,10 @@ Outpaints held-out ground-truth tiles (their known half as context, the ports as
 lane funnel per tile (:func:`vectorworld.train.generator_run.validity_on_tiles`): frontier lanes in the data,
 in the VAE's decode of the tile's own latents, in a sample (decoded, before the filter), kept by the filter,
 and the share of tiles with a valid candidate. A gap between data and VAE is the autoencoder's; between VAE
-and decoded, the sampler's (too few lanes); between decoded and kept, the lanes the filter prunes (ends
-that meet nothing). ``--png`` draws a grid of tiles: known lanes grey, the data's new lanes green, the
-first candidate's decoded lanes red (arrows: direction of travel).
+and decoded, the sampler's (too few lanes); between decoded and kept, the lanes the filter prunes, counted
+by reason (``pruned_<reason>_per_tile``: duplicate, looped, isolated, spur). ``--png`` draws a grid of
+tiles: known lanes grey, the data's new lanes green, the first candidate's decoded lanes red (arrows:
+direction of travel).
 
 Usage: python tools/generator_samples.py --reference heldout.npz [--weights DIR] [--steps 1] [--tiles 80]
                                          [--candidates 2] [--png samples.png] [--drawn 12]

@@ -104,7 +104,7 @@ def test_held_out_curve_reports_where_the_lanes_of_a_tile_go() -> None:
     held = synthetic_tiles(6, seed=4)
     tiles = [TileTensors(**{k: v[i] for k, v in held.items()}) for i in range(6)]
     new_lanes = [int((t.lane_valid & ~t.lane_cond).sum()) for t in tiles]
-    seen, sampled, kept = [], [], []
+    seen, sampled, kept, dropped = [], [], [], []
 
     def count(i, tile, decoded, choice) -> None:  # noqa: ANN001 - the callback's documented arguments
         frontier = ~context_from_tile(tile).tiles.lane_cond
@@ -112,6 +112,7 @@ def test_held_out_curve_reports_where_the_lanes_of_a_tile_go() -> None:
         seen.append(i)
         sampled.append(exists.sum(1).mean())
         kept.append(len(choice.check.keep))
+        dropped.append(len(choice.slots) - len(choice.check.keep))
 
     funnel = validity_on_tiles(OutpaintModel.load(WEIGHTS_DIR), tiles, candidates=2, on_tile=count)
     assert seen == list(range(6))
@@ -121,3 +122,7 @@ def test_held_out_curve_reports_where_the_lanes_of_a_tile_go() -> None:
     # The sampled and kept counts are the candidates' and the choices' own, averaged over the tiles.
     assert funnel["decoded_lanes_per_tile"] == pytest.approx(sum(sampled) / 6) and sum(sampled) > 0
     assert funnel["lanes_per_tile"] == pytest.approx(sum(kept) / 6) and sum(kept) > 0
+    # Every sampled lane of a chosen candidate is kept or dropped for one counted reason.
+    assert {k for k in funnel if k.startswith("pruned_")} == {
+        f"pruned_{reason}_per_tile" for reason in ("duplicate", "looped", "isolated", "spur")}
+    assert sum(dropped) == pytest.approx(sum(funnel[k] for k in funnel if k.startswith("pruned_")) * 6)

@@ -121,8 +121,9 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
     with a valid candidate, the mean raw port gap (m) of the winners, and where the frontier lanes of a tile
     go (its lane funnel, per tile): ``data_lanes_per_tile`` in the tile, ``vae_lanes_per_tile`` in the VAE's
     decode of the tile's own latents, ``decoded_lanes_per_tile`` in a sample (mean over the candidates) and
-    ``lanes_per_tile`` kept by the filter in the chosen one. ``on_tile(i, tile, decoded, choice)`` sees every
-    tile's candidates and choice (drawings)."""
+    ``lanes_per_tile`` kept by the filter in the chosen one, and the chosen one's lanes the filter dropped, by
+    reason (``pruned_<reason>_per_tile``, :attr:`CandidateCheck.pruned`). ``on_tile(i, tile, decoded, choice)``
+    sees every tile's candidates and choice (drawings)."""
     from vectorworld.generation.learned.candidates import choose_candidate
     from vectorworld.generation.learned.outpaint import SamplerConfig
     from vectorworld.generation.learned.stitching import StitchConfig, lanes_reference
@@ -133,6 +134,7 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
     was_training = model.dit.training
     model.eval()
     valid, lanes, gaps, data, vae, decoded_lanes = [], [], [], [], [], []
+    pruned: dict[str, list[int]] = {}
     sampler = SamplerConfig("meanflow", steps, candidates)
     config = StitchConfig()
     device = next(model.parameters()).device
@@ -153,6 +155,8 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
         decoded_lanes.append(float((lane_prob[:, frontier] > 0.5).sum(1).mean()))
         valid.append(choice.valid)
         lanes.append(len(choice.check.keep))
+        for reason, count in choice.check.pruned.items():
+            pruned.setdefault(reason, []).append(count)
         for pos, lane in choice.check.port_links:
             port = ctx.ports[pos]
             end = choice.lanes[choice.check.keep[lane]][0 if port.is_out else -1]
@@ -167,7 +171,8 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
 
     return {"valid_share": mean(valid), "lanes_per_tile": mean(lanes), "raw_port_gap_m": mean(gaps),
             "data_lanes_per_tile": mean(data), "vae_lanes_per_tile": mean(vae),
-            "decoded_lanes_per_tile": mean(decoded_lanes)}
+            "decoded_lanes_per_tile": mean(decoded_lanes),
+            **{f"pruned_{reason}_per_tile": mean(counts) for reason, counts in pruned.items()}}
 
 
 class GeneratorRun:

@@ -89,6 +89,9 @@ class CandidateCheck:
     """(i, j) kept-lane positions with end(i) joined to start(j)."""
     unmatched_ports: int = 0
     dangling: int = 0
+    pruned: dict[str, int] = field(default_factory=dict)
+    """Lanes the filter dropped, by reason: ``duplicate`` (of a known or kept lane, or too short), ``looped``,
+    ``isolated`` (touching nothing at either end), ``spur`` (a dangling end, pruned until none is left)."""
 
     @property
     def valid(self) -> bool:
@@ -230,16 +233,21 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
     and with ``prune_spurs`` every lane with a dangling end; any dangling end left, or a port no lane
     continues, makes the candidate invalid.
     """
-    drop = duplicate_lanes(lanes, known, config, _touches_required(lanes, ports, config)) | looped_lanes(lanes, config)
-    keep = np.flatnonzero(~drop)
+    duplicate = duplicate_lanes(lanes, known, config, _touches_required(lanes, ports, config))
+    looped = looped_lanes(lanes, config) & ~duplicate
+    keep = np.flatnonzero(~(duplicate | looped))
     check, dangling, isolated = _connect(lanes[keep], ports, config)
+    pruned = {"duplicate": int(duplicate.sum()), "looped": int(looped.sum()), "isolated": int(isolated.sum()),
+              "spur": 0}
     if isolated.any():
         keep = keep[~isolated]
         check, dangling, _ = _connect(lanes[keep], ports, config)
     while config.prune_spurs and dangling.any() and not dangling.all():
+        pruned["spur"] += int(dangling.sum())
         keep = keep[~dangling]
         check, dangling, _ = _connect(lanes[keep], ports, config)
     check.keep = keep
+    check.pruned = pruned
     return check
 
 
