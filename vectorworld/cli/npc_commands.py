@@ -21,6 +21,11 @@ ABLATIONS = ("deltasim-unshaped", "constant-velocity")
 """Policies that ``--ablation-episodes`` runs on fewer seeds."""
 
 
+def _figures(row: dict, kinds: tuple[type, ...] = (float,)) -> str:
+    """``key=value`` for the numbers of a report row (of ``kinds``; booleans never), in the row's order."""
+    return " ".join(f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, kinds) and not isinstance(v, bool))
+
+
 def register(app: typer.Typer) -> None:
     """Add ``deltasim`` to the ``train`` group and ``npc`` to the ``eval`` group (``app`` holds both)."""
 
@@ -79,10 +84,8 @@ def register(app: typer.Typer) -> None:
             return
         for section in ("session", "synthetic"):
             for name, row in report.get(section, {}).items():
-                typer.echo(f"{section:9s} {name:18s} episodes={row['episodes']} " + " ".join(
-                    f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, float)))
+                typer.echo(f"{section:9s} {name:18s} episodes={row['episodes']} " + _figures(row))
         womd = report.get("womd", {})
         rows = {**womd.get("rollout", {}), **({"deltasim-bc": womd["bc"]} if "bc" in womd else {})}
         for name, row in rows.items():  # the real log: displacement per policy, ΔSim's one-step accuracy
-            typer.echo(f"{'womd':9s} {name:18s} " + " ".join(
-                f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)))
+            typer.echo(f"{'womd':9s} {name:18s} " + _figures(row, (int, float)))
