@@ -96,6 +96,8 @@ def main() -> None:
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="main")
     parser.add_argument("--init-from", type=Path, default=None,
                         help="fine-tune this generator checkpoint folder (its VAE and DiT configs; no VAE stage)")
+    parser.add_argument("--vae-from", type=Path, default=None,
+                        help="use this generator checkpoint folder's VAE (no VAE stage); train a new DiT")
     parser.add_argument("--dit-lr", type=float, default=RunConfig.dit_lr, help="peak learning rate of the DiT stage")
     parser.add_argument("--vae-steps", type=int, default=3000)
     parser.add_argument("--dit-steps", type=int, default=40000)
@@ -136,11 +138,14 @@ def main() -> None:
     dit = DiTConfig(dim=args.dit_dim, depth=args.dit_depth, edge_gating=variant.get("edge_gating", True))
     if args.init_from is not None:  # a fine-tune keeps the checkpoint's architecture
         vae, dit, _ = OutpaintModel.configs(args.init_from)
+    elif args.vae_from is not None:  # its VAE, this run's DiT
+        vae = OutpaintModel.configs(args.vae_from)[0]
     config = RunConfig(vae=vae, dit=dit,
                        flow=MeanFlowConfig(flow_matching_only=variant.get("flow_matching_only", False)),
                        vae_steps=args.vae_steps, dit_steps=args.dit_steps, batch_size=args.batch_size,
                        decode_weight=args.decode_weight, junction_weight=args.junction_weight,
                        dit_lr=args.dit_lr, init_from=str(args.init_from or ""),
+                       vae_from=str(args.vae_from or ""),
                        seed=args.seed, eval_every=args.eval_every, eval_tiles=args.eval_tiles,
                        checkpoint_every_s=args.checkpoint_minutes * 60.0, device=device)
 

@@ -88,6 +88,32 @@ def test_a_run_initialised_from_a_checkpoint_fine_tunes_its_dit_and_keeps_its_va
     assert moved                                                                   # the DiT is
 
 
+def test_a_run_with_the_vae_of_a_checkpoint_trains_a_new_dit_of_its_own_architecture(tmp_path: Path) -> None:
+    tiles, held = _data()
+    run_training(tiles, held, replace(CONFIG, vae_steps=7), tmp_path / "source")   # not the VAE this run would train
+    source = OutpaintModel.load(tmp_path / "source" / LATEST)
+    wider = replace(CONFIG, dit=replace(DIT, dim=48), dit_steps=3, vae_from=str(tmp_path / "source" / LATEST))
+    straight = run_training(tiles, held, wider, tmp_path / "straight")
+    assert straight.state.stage == "done" and straight.dit_trainer.step == 3
+    assert straight.model.dit.config.dim == 48
+    for key, value in source.vae.state_dict().items():
+        assert torch.equal(straight.model.vae.state_dict()[key], value), key   # its VAE, never trained
+    start = run_training(tiles, held, wider, tmp_path / "split", stop_after_steps=CONFIG.vae_steps + 1)
+    assert start.state.stage == "dit" and start.dit_trainer.step == 1        # no VAE stage of its own
+    resumed = run_training(tiles, held, wider, tmp_path / "split", resume=True)
+    a, b = _weights(straight), _weights(resumed)
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_vae_from_a_checkpoint_with_another_vae_names_the_config(tmp_path: Path) -> None:
+    tiles, held = _data()
+    run_training(tiles, held, CONFIG, tmp_path / "source")
+    other = replace(CONFIG, vae=replace(VAE, hidden=16), vae_from=str(tmp_path / "source" / LATEST))
+    with pytest.raises(ConfigError, match="vae config"):
+        run_training(tiles, held, other, tmp_path / "new")
+
+
 def test_init_from_a_checkpoint_of_another_architecture_names_the_config(tmp_path: Path) -> None:
     tiles, held = _data()
     run_training(tiles, held, CONFIG, tmp_path / "source")

@@ -82,6 +82,9 @@ class RunConfig:
     init_from: str = ""
     """A generator checkpoint folder to fine-tune ('' = train from scratch); ``vae`` and ``dit`` must be its
     configs (:meth:`OutpaintModel.configs`)."""
+    vae_from: str = ""
+    """A generator checkpoint folder whose VAE this run uses instead of training one ('' = train it);
+    ``vae`` must be its VAE config. The DiT starts from scratch."""
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -212,16 +215,28 @@ class GeneratorRun:
     def init_from(self, folder: str | Path) -> None:
         """Start from the checkpoint in ``folder``: its VAE is the VAE stage (marked done, never trained here),
         its DiT and latent scale start the DiT stage. ConfigError when its configs are not this run's."""
-        source = OutpaintModel.load(folder)
-        for name, theirs, ours in (("vae", source.vae.config, self.config.vae),
-                                   ("dit", source.dit.config, self.config.dit)):
-            if theirs != ours:
-                raise ConfigError(f"init_from {folder}: its {name} config {theirs} is not the run's {ours}")
-        self.vae.load_state_dict(source.vae.state_dict())
-        self.vae_trainer.step = self.vae_trainer.config.steps
+        source = self._take_vae(folder, "init_from")
+        if source.dit.config != self.config.dit:
+            raise ConfigError(f"init_from {folder}: its dit config {source.dit.config} is not the run's "
+                              f"{self.config.dit}")
         self._start_dit(float(source.latent_scale))
         assert self.model is not None
         self.model.dit.load_state_dict(source.dit.state_dict())
+
+    def vae_from(self, folder: str | Path) -> None:
+        """Use the VAE of the checkpoint in ``folder`` (VAE stage marked done) and train a new DiT of this run's
+        config on its latents (scale measured on this corpus): DiT recipes compared on one sharp VAE."""
+        self._take_vae(folder, "vae_from")
+        self._start_dit()
+
+    def _take_vae(self, folder: str | Path, option: str) -> OutpaintModel:
+        source = OutpaintModel.load(folder)
+        if source.vae.config != self.config.vae:
+            raise ConfigError(f"{option} {folder}: its vae config {source.vae.config} is not the run's "
+                              f"{self.config.vae}")
+        self.vae.load_state_dict(source.vae.state_dict())
+        self.vae_trainer.step = self.vae_trainer.config.steps
+        return source
 
     # ---------------------------------------------------------------- persistence
     def save(self) -> Path:
@@ -338,12 +353,15 @@ def run_training(tiles: Tiles, heldout: list[TileTensors], config: RunConfig, ou
                  resume: bool = False, max_seconds: float = float("inf"), stop_after_steps: int | None = None,
                  log: Log | None = None) -> GeneratorRun:
     """Start (or, with ``resume`` and a state file in ``out``, continue) a run; returns it when it stops.
-    A new run with ``config.init_from`` starts from that checkpoint (:meth:`GeneratorRun.init_from`)."""
+    A new run with ``config.init_from`` starts from that checkpoint (:meth:`GeneratorRun.init_from`), one with
+    ``config.vae_from`` from that checkpoint's VAE (:meth:`GeneratorRun.vae_from`)."""
     run = GeneratorRun(tiles, heldout, config, Path(out))
     if resume and (Path(out) / STATE_FILE).is_file():
         run.load()
     elif config.init_from:
         run.init_from(config.init_from)
+    elif config.vae_from:
+        run.vae_from(config.vae_from)
     run.run(max_seconds, stop_after_steps, log)
     return run
 
