@@ -50,12 +50,6 @@ def _max_bend(points: np.ndarray) -> float:
     return float(np.abs(geometry.wrap_angle(np.diff(np.arctan2(seg[:, 1], seg[:, 0])))).max())
 
 
-def _max_bend(points: np.ndarray) -> float:
-    """The largest heading change (rad) between two consecutive segments of a polyline."""
-    seg = np.diff(points, axis=0)
-    return float(np.abs(geometry.wrap_angle(np.diff(np.arctan2(seg[:, 1], seg[:, 0])))).max())
-
-
 def test_a_joint_gets_one_heading() -> None:
     """Lane 1 arrives at its joint with lane 2 heading 20 deg left, lane 2 leaves it 10 deg right (a 30 deg kink
     within the check's tolerance): stitched, they meet on one heading, between the two."""

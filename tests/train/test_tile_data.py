@@ -55,6 +55,8 @@ def test_errors_name_the_path(dataset: Path, tmp_path: Path) -> None:
     for path in (tmp_path / "empty", tmp_path / "missing"):
         with pytest.raises(DataFormatError, match=str(path)):
             load_training_tiles(path)
+    with pytest.raises(DataFormatError, match="no such file or folder"):  # held-out tiles too: not "training"
+        load_training_tiles(tmp_path / "missing")
     corpus = save_corpus(tmp_path / "c.npz", build_corpus(CorpusConfig(worlds=1, tiles_per_world=3,
                                                                        generator="test-straight")))
     with pytest.raises(DataFormatError, match="needs 12 / 8"):    # a corpus of another capacity

@@ -126,7 +126,8 @@ def load_training_tiles(path: str | Path, max_lanes: int = 40, max_agents: int =
     elif path.is_file():
         tiles = _npz_tiles(path, max_lanes, max_agents)
     else:
-        raise DataFormatError(f"{path}: training data not found")
+        raise DataFormatError(f"{path}: no such file or folder (expected tiles: a corpus .npz, a folder with "
+                              f"{CORPUS_FILE} or a `vectorworld dataset build` folder)")
     if len(tiles["lane_valid"]) == 0:
         raise DataFormatError(f"{path}: holds no training tiles")
     capacity = tiles["lane_valid"].shape[1], tiles["agent_valid"].shape[1]
