@@ -99,6 +99,8 @@ def main() -> None:
     parser.add_argument("--vae-from", type=Path, default=None,
                         help="use this generator checkpoint folder's VAE (no VAE stage); train a new DiT")
     parser.add_argument("--dit-lr", type=float, default=RunConfig.dit_lr, help="peak learning rate of the DiT stage")
+    parser.add_argument("--dit-ema", type=float, default=RunConfig.dit_ema,
+                        help="decay of the DiT weight average the run exports (0 = none)")
     parser.add_argument("--vae-steps", type=int, default=3000)
     parser.add_argument("--dit-steps", type=int, default=40000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -145,7 +147,7 @@ def main() -> None:
                        vae_steps=args.vae_steps, dit_steps=args.dit_steps, batch_size=args.batch_size,
                        decode_weight=args.decode_weight, junction_weight=args.junction_weight,
                        dit_lr=args.dit_lr, init_from=str(args.init_from or ""),
-                       vae_from=str(args.vae_from or ""),
+                       vae_from=str(args.vae_from or ""), dit_ema=args.dit_ema,
                        seed=args.seed, eval_every=args.eval_every, eval_tiles=args.eval_tiles,
                        checkpoint_every_s=args.checkpoint_minutes * 60.0, device=device)
 

@@ -167,3 +167,51 @@ def test_held_out_funnel_counts_every_dropped_lane_of_city_tiles_once() -> None:
     assert set(reasons) == {f"pruned_{r}_per_tile" for r in ("duplicate", "looped", "isolated", "spur")}
     assert sum(dropped) > 0
     assert sum(reasons.values()) * len(tiles) == pytest.approx(sum(dropped))
+
+
+def test_a_run_with_a_weight_average_resumes_exactly_and_exports_the_average(tmp_path: Path) -> None:
+    tiles, held = _data()
+    averaged = replace(CONFIG, dit_ema=0.9)
+    straight = run_training(tiles, held, averaged, tmp_path / "a")
+    run_training(tiles, held, averaged, tmp_path / "b", stop_after_steps=CONFIG.vae_steps + 2)
+    resumed = run_training(tiles, held, averaged, tmp_path / "b", resume=True)
+    for mine, theirs in zip(straight.dit_trainer.ema, resumed.dit_trainer.ema, strict=True):
+        assert torch.equal(mine, theirs)
+    raw = {k: v.clone() for k, v in straight.model.dit.state_dict().items()}
+    exported = OutpaintModel.load(tmp_path / "a" / LATEST).dit.state_dict()
+    with straight.dit_trainer.averaged():
+        inside = {k: v.clone() for k, v in straight.model.dit.state_dict().items()}
+    assert all(torch.equal(exported[k], inside[k]) for k in raw)          # the checkpoint holds the average
+    assert any(not torch.equal(inside[k], raw[k]) for k in raw)           # which is not the raw weights
+    assert all(torch.equal(straight.model.dit.state_dict()[k], raw[k]) for k in raw)  # restored after the block
+
+
+def test_the_weight_average_is_the_ramped_exponential_average_of_the_steps() -> None:
+    from vectorworld.train.generator_training import TrainConfig, Trainer
+
+    weight = torch.nn.Parameter(torch.zeros(3))
+    target = torch.tensor([1.0, -2.0, 3.0])
+
+    def loss_fn(rng, gen):  # noqa: ANN001, ANN202 - the trainer's loss signature
+        return ((weight - target) ** 2).sum(), {}
+
+    trainer = Trainer([weight], loss_fn, TrainConfig(steps=5, lr=0.1, warmup_steps=1, ema_decay=0.5))
+    expected = weight.detach().clone()
+    for step in range(5):
+        trainer.train_step()
+        decay = min(0.5, (1.0 + step) / (10.0 + step))
+        expected = decay * expected + (1.0 - decay) * weight.detach()
+    assert torch.allclose(trainer.ema[0], expected)
+    plain = Trainer([torch.nn.Parameter(torch.zeros(3))], loss_fn, TrainConfig(steps=1))
+    assert plain.ema is None
+
+
+def test_a_fine_tune_averages_from_the_checkpoint_it_starts_from(tmp_path: Path) -> None:
+    tiles, held = _data()
+    run_training(tiles, held, CONFIG, tmp_path / "source")
+    shipped = OutpaintModel.load(tmp_path / "source" / LATEST)
+    tune = replace(CONFIG, dit_steps=3, dit_ema=0.99, init_from=str(tmp_path / "source" / LATEST))
+    start = run_training(tiles, held, tune, tmp_path / "tune", stop_after_steps=CONFIG.vae_steps)
+    with start.dit_trainer.averaged():
+        for key, value in shipped.dit.state_dict().items():
+            assert torch.equal(start.model.dit.state_dict()[key], value), key

@@ -62,6 +62,9 @@ class RunConfig:
     batch_size: int = 32
     vae_lr: float = 2e-3
     dit_lr: float = 1e-3
+    dit_ema: float = 0.0
+    """Decay of the DiT's weight average (``TrainConfig.ema_decay``; 0 = none): curve points and the
+    exported checkpoint use the average."""
     warmup_steps: int = 200
     seed: int = 0
     uncond_ratio: float = 0.1
@@ -93,7 +96,8 @@ class RunConfig:
         steps, lr, seed = ((self.vae_steps, self.vae_lr, self.seed) if stage == "vae"
                            else (self.dit_steps, self.dit_lr, self.seed + 7))
         return TrainConfig(steps=steps, batch_size=self.batch_size, lr=lr, warmup_steps=self.warmup_steps,
-                           seed=seed, device=self.device, log_every=self.log_every)
+                           seed=seed, device=self.device, log_every=self.log_every,
+                           ema_decay=0.0 if stage == "vae" else self.dit_ema)
 
 
 @dataclass
@@ -220,8 +224,9 @@ class GeneratorRun:
             raise ConfigError(f"init_from {folder}: its dit config {source.dit.config} is not the run's "
                               f"{self.config.dit}")
         self._start_dit(float(source.latent_scale))
-        assert self.model is not None
+        assert self.model is not None and self.dit_trainer is not None
         self.model.dit.load_state_dict(source.dit.state_dict())
+        self.dit_trainer.restart_average()
 
     def vae_from(self, folder: str | Path) -> None:
         """Use the VAE of the checkpoint in ``folder`` (VAE stage marked done) and train a new DiT of this run's
@@ -331,15 +336,16 @@ class GeneratorRun:
 
     def _curve_point(self, step: int, log: Log | None) -> None:
         assert self.model is not None and self.dit_trainer is not None
-        figures = validity_on_tiles(self.model, self.heldout[:self.config.eval_tiles],
-                                    self.config.eval_candidates, 1, seed=10_000)
-        point = {"dit_step": float(step), "wall_s": self.state.wall_s,
-                 "loss": float(self.dit_trainer.last.get("loss", np.nan)), **figures}
-        self.state.curve.append(point)
+        with self.dit_trainer.averaged():   # the weights a run ships: the moving average, when it keeps one
+            figures = validity_on_tiles(self.model, self.heldout[:self.config.eval_tiles],
+                                        self.config.eval_candidates, 1, seed=10_000)
+            point = {"dit_step": float(step), "wall_s": self.state.wall_s,
+                     "loss": float(self.dit_trainer.last.get("loss", np.nan)), **figures}
+            self.state.curve.append(point)
+            self.export(self.out / LATEST, self.metadata())
+            self.model.to(self.config.device)
         if log is not None:
             log("curve", step, point)
-        self.export(self.out / LATEST, self.metadata())
-        self.model.to(self.config.device)
 
 
 def _export_copy(model: OutpaintModel, folder: Path, metadata: dict[str, object]) -> Path:

@@ -8,7 +8,8 @@ drawn with an explicit ``numpy.random.Generator``; half of them are mirrored (y 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -40,6 +41,10 @@ class TrainConfig:
     log_every: int = 100
     max_seconds: float = float("inf")
     """Stop early after this many wall seconds (the step count stays the upper bound)."""
+    ema_decay: float = 0.0
+    """Decay of an exponential moving average of the parameters (0 = none), ramped as min(decay, (1 + step) /
+    (10 + step)) so early averages do not hold the initial weights: the weights a run exports and samples
+    with (:meth:`Trainer.averaged`), while the optimiser (and MeanFlow's JVP) keep the raw ones."""
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -126,10 +131,41 @@ class Trainer:
         self._running: dict[str, float] = {}
         self._count = 0
         self.last: dict[str, float] = {}
+        self.ema = [p.detach().clone() for p in params] if config.ema_decay > 0.0 else None
 
     @property
     def done(self) -> bool:
         return self.step >= self.config.steps
+
+    @contextmanager
+    def averaged(self) -> Iterator[None]:
+        """Within the block the parameters hold their moving average (no-op without ``ema_decay``)."""
+        if self.ema is None:
+            yield
+            return
+        raw = [p.detach().clone() for p in self.params]
+        with torch.no_grad():
+            for p, a in zip(self.params, self.ema, strict=True):
+                p.copy_(a)
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for p, r in zip(self.params, raw, strict=True):
+                    p.copy_(r)
+
+    def restart_average(self) -> None:
+        """Start the moving average from the current parameters (after loading weights into them)."""
+        if self.ema is not None:
+            self.ema = [p.detach().clone() for p in self.params]
+
+    def _update_average(self) -> None:
+        if self.ema is None:
+            return
+        decay = min(self.config.ema_decay, (1.0 + self.step) / (10.0 + self.step))
+        with torch.no_grad():
+            for a, p in zip(self.ema, self.params, strict=True):
+                a.mul_(decay).add_(p.detach(), alpha=1.0 - decay)
 
     def train_step(self) -> dict[str, float]:
         """One optimiser step; returns the loss parts (and logs their running mean every log_every)."""
@@ -139,6 +175,7 @@ class Trainer:
         torch.nn.utils.clip_grad_norm_(self.params, 1.0)
         self.optimiser.step()
         self.scheduler.step()
+        self._update_average()
         parts = {"loss": float(loss.detach()), **parts}
         self.last = parts
         for k, v in parts.items():
@@ -154,7 +191,8 @@ class Trainer:
         return {"step": self.step, "optimiser": self.optimiser.state_dict(),
                 "scheduler": self.scheduler.state_dict(), "rng": self.rng.bit_generator.state,
                 "gen": self.gen.get_state(), "history": list(self.history),
-                "running": dict(self._running), "count": self._count, "last": dict(self.last)}
+                "running": dict(self._running), "count": self._count, "last": dict(self.last),
+                "ema": None if self.ema is None else [a.clone() for a in self.ema]}
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         self.step = int(state["step"])
@@ -165,6 +203,10 @@ class Trainer:
         self.history = [tuple(h) for h in state["history"]]
         self._running, self._count = dict(state["running"]), int(state["count"])
         self.last = dict(state.get("last", {}))
+        if self.ema is not None:  # a state saved without an average (an older run) starts it from its weights
+            saved = state.get("ema")
+            source = saved if saved is not None else [p.detach() for p in self.params]
+            self.ema = [a.detach().clone().to(p.device) for a, p in zip(source, self.params, strict=True)]
 
 
 def _run(params: list[torch.nn.Parameter], loss_fn: LossFn, config: TrainConfig, log: Logger | None
