@@ -195,3 +195,22 @@ def test_the_check_counts_what_it_drops_by_reason() -> None:
     check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
     assert check.valid and check.keep.tolist() == [0, 1]
     assert check.pruned == {"duplicate": 1, "looped": 1, "isolated": 1, "spur": 1}
+
+
+def test_lanes_drawn_into_one_point_are_a_knot_not_a_junction() -> None:
+    """Eight ports 3.5 m apart: lanes running from each into one point near the border pass every other
+    rule (their ends meet, headed for the border), but no junction gathers eight lane ends; the same lanes
+    run side by side to the border are valid, and a real junction corner (an arriving lane and its three
+    connectors: four ends) is no knot."""
+    ports = [FrontierPort(k, np.array([0.0, 3.5 * k]), 0.0, True) for k in range(8)]
+    known = dense_reference([_line((-30.0, 3.5 * k), (0.0, 3.5 * k)) for k in range(8)])
+    knot = np.stack([_line((0.0, 3.5 * k), (28.0, 12.0)) for k in range(8)])
+    check = check_candidate(knot, ports, known, StitchConfig())
+    assert check.unmatched_ports == 0 and check.dangling == 0 and len(check.keep) == 8
+    assert not check.valid and check.knotted == 8
+    apart = np.stack([_line((0.0, 3.5 * k), (31.0, 3.5 * k)) for k in range(8)])
+    check = check_candidate(apart, ports, known, StitchConfig())
+    assert check.valid and check.knotted == 0
+    corner = np.stack([_line((0.0, 0.0), (20.0, 0.0)), _line((20.0, 0.0), (31.0, 0.0)),
+                       _line((20.0, 0.0), (25.0, 5.0)), _line((20.0, 0.0), (25.0, -5.0))])
+    assert check_candidate(corner, ports[:1], known, StitchConfig()).knotted == 0

@@ -6,7 +6,8 @@ continue) and the known lanes:
 * duplicates of known lanes (most points within ``overlap_m`` and aligned) are dropped;
 * every must-connect port needs a new lane starting (out port) or ending (in port) near it;
 * every new lane start / end must be at a port, at another new lane's end / start, or at the tile border
-  (otherwise it dangles inside the tile).
+  (otherwise it dangles inside the tile);
+* no more lane ends meet at one point than at a real junction (a knot).
 
 Stitching works on the winner's Bézier control points: each lane end moves with its handle exactly onto its
 joint node (a port, a shared junction point, the border), so the rest of the lane keeps its shape and the
@@ -52,6 +53,11 @@ class StitchConfig:
     short_handle: float = 0.15
     """A Bézier handle shorter than this share of its lane's chord is a hook (the curve turns within its
     last metre), not a heading: stitching takes the heading from the lane's body and lengthens the handle."""
+    knot_radius_m: float = 1.5
+    max_ends_at_point: int = 6
+    """More than this many kept lane ends within ``knot_radius_m`` of one of them is a knot, not a junction
+    (city data: at most 4, an arriving lane and its three connectors): the candidate is invalid. A loss that
+    rewards lane ends for meeting can draw every lane into one point, which the other rules pass."""
     prune_spurs: bool = True
     """Drop new lanes with a dangling end (repeatedly: a lane left dangling by that goes too) instead of
     rejecting the candidate; the verdict then rests on the ports still being continued. Off: the strict
@@ -89,17 +95,20 @@ class CandidateCheck:
     """(i, j) kept-lane positions with end(i) joined to start(j)."""
     unmatched_ports: int = 0
     dangling: int = 0
+    knotted: int = 0
+    """Lane ends in the largest knot (:attr:`StitchConfig.max_ends_at_point`), 0 when there is none."""
     pruned: dict[str, int] = field(default_factory=dict)
     """Lanes the filter dropped, by reason: ``duplicate`` (of a known or kept lane, or too short), ``looped``,
     ``isolated`` (touching nothing at either end), ``spur`` (a dangling end, pruned until none is left)."""
 
     @property
     def valid(self) -> bool:
-        return self.unmatched_ports == 0 and self.dangling == 0 and len(self.keep) > 0
+        return self.unmatched_ports == 0 and self.dangling == 0 and self.knotted == 0 and len(self.keep) > 0
 
     def score(self) -> tuple[float, ...]:
-        """Larger is better: valid first, then fewer missing ports and dangling ends, then more lanes."""
-        return (float(self.valid), -float(self.unmatched_ports), -float(self.dangling), float(len(self.keep)))
+        """Larger is better: valid first, then no knot, fewer missing ports and dangling ends, more lanes."""
+        return (float(self.valid), -float(self.knotted), -float(self.unmatched_ports), -float(self.dangling),
+                float(len(self.keep)))
 
 
 @dataclass(frozen=True)
@@ -248,7 +257,18 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
         check, dangling, _ = _connect(lanes[keep], ports, config)
     check.keep = keep
     check.pruned = pruned
+    check.knotted = knot_size(lanes[keep], config)
     return check
+
+
+def knot_size(lanes: np.ndarray, config: StitchConfig) -> int:
+    """Lane ends (starts and ends of lanes (K, P, 2)) within ``knot_radius_m`` of the most crowded one, when
+    more than ``max_ends_at_point``; else 0."""
+    if 2 * len(lanes) <= config.max_ends_at_point:
+        return 0
+    ends = np.concatenate([lanes[:, 0], lanes[:, -1]])
+    crowd = int((((ends[:, None] - ends[None]) ** 2).sum(-1) < config.knot_radius_m ** 2).sum(1).max())
+    return crowd if crowd > config.max_ends_at_point else 0
 
 
 def _touches_required(lanes: np.ndarray, ports: list[FrontierPort], config: StitchConfig) -> np.ndarray:
