@@ -106,20 +106,17 @@ def test_a_run_with_the_vae_of_a_checkpoint_trains_a_new_dit_of_its_own_architec
         assert torch.equal(a[key], b[key]), key
 
 
-def test_vae_from_a_checkpoint_with_another_vae_names_the_config(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("option", "changed", "named"), [
+    ("vae_from", {"vae": replace(VAE, hidden=16)}, "vae config"),
+    ("init_from", {"dit": replace(DIT, dim=16)}, "dit config"),
+])
+def test_a_checkpoint_of_another_architecture_names_the_config(tmp_path: Path, option: str, changed: dict,
+                                                               named: str) -> None:
     tiles, held = _data()
     run_training(tiles, held, CONFIG, tmp_path / "source")
-    other = replace(CONFIG, vae=replace(VAE, hidden=16), vae_from=str(tmp_path / "source" / LATEST))
-    with pytest.raises(ConfigError, match="vae config"):
+    other = replace(CONFIG, **changed, **{option: str(tmp_path / "source" / LATEST)})
+    with pytest.raises(ConfigError, match=named):
         run_training(tiles, held, other, tmp_path / "new")
-
-
-def test_init_from_a_checkpoint_of_another_architecture_names_the_config(tmp_path: Path) -> None:
-    tiles, held = _data()
-    run_training(tiles, held, CONFIG, tmp_path / "source")
-    other = replace(CONFIG, dit=replace(DIT, dim=16), init_from=str(tmp_path / "source" / LATEST))
-    with pytest.raises(ConfigError, match="dit config"):
-        run_training(tiles, held, other, tmp_path / "tune")
 
 
 def test_held_out_curve_reports_where_the_lanes_of_a_tile_go() -> None:
