@@ -212,3 +212,20 @@ def test_a_fine_tune_averages_from_the_checkpoint_it_starts_from(tmp_path: Path)
     with start.dit_trainer.averaged():
         for key, value in shipped.dit.state_dict().items():
             assert torch.equal(start.model.dit.state_dict()[key], value), key
+
+
+def test_a_state_saved_without_an_average_starts_the_average_from_its_weights() -> None:
+    from vectorworld.train.generator_training import TrainConfig, Trainer
+
+    weight = torch.nn.Parameter(torch.zeros(2))
+
+    def loss_fn(rng, gen):  # noqa: ANN001, ANN202 - the trainer's loss signature
+        return ((weight - 1.0) ** 2).sum(), {}
+
+    plain = Trainer([weight], loss_fn, TrainConfig(steps=3, lr=0.1, warmup_steps=1))
+    plain.train_step()
+    state = plain.state_dict()                        # "ema": None, as an older run without the average saved
+    averaged = Trainer([weight], loss_fn, TrainConfig(steps=3, lr=0.1, warmup_steps=1, ema_decay=0.9))
+    averaged.ema = [torch.full((2,), 7.0)]
+    averaged.load_state_dict(state)
+    assert torch.equal(averaged.ema[0], weight.detach())
