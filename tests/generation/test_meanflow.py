@@ -11,6 +11,7 @@ from vectorworld.generation.learned.egr_dit import DiTConfig, EGRDiT
 from vectorworld.generation.learned.meanflow import (
     MeanFlowConfig,
     meanflow_loss,
+    midpoint_target,
     noisy_latents,
     sample_flow_matching,
     sample_meanflow,
@@ -138,7 +139,37 @@ def test_condition_tokens_carry_no_loss() -> None:
     assert torch.equal(v[cond], torch.zeros_like(v[cond])) and torch.equal(z[cond], x[cond])
 
 
-def test_meanflow_training_reduces_one_step_error() -> None:
+def _gaussian_average_velocity(z: torch.Tensor, r: torch.Tensor, t: torch.Tensor, scale: float = 0.3
+                               ) -> torch.Tensor:
+    """Exact average velocity over [r, t] for data N(0, scale^2) per dimension and unit noise: the flow
+    map is z_r = (sigma_r / sigma_t) z_t with sigma_t = sqrt((1 - t)^2 scale^2 + t^2)."""
+    def sigma(s: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt((1 - s) ** 2 * scale ** 2 + s ** 2)[:, None, None]
+    return z * (1 - sigma(r) / sigma(t)) / (t - r)[:, None, None]
+
+
+def test_midpoint_target_holds_the_exact_average_velocity_and_moves_any_other() -> None:
+    gen = torch.Generator().manual_seed(4)
+    z = torch.randn(3, 5, 4, generator=gen, dtype=torch.float64)
+    r = torch.tensor([0.0, 0.2, 0.5], dtype=z.dtype)
+    t = torch.tensor([1.0, 0.9, 0.6], dtype=z.dtype)
+    cond = torch.zeros(3, 5, dtype=torch.bool)
+    exact = _gaussian_average_velocity(z, r, t)
+    torch.testing.assert_close(midpoint_target(_gaussian_average_velocity, z, r, t, cond), exact)
+
+    def instantaneous_everywhere(z_, r_, t_):  # the velocity at t used for the whole interval
+        return _gaussian_average_velocity(z_, t_ - 1e-6, t_)
+    moved = midpoint_target(instantaneous_everywhere, z, r, t, cond) - exact
+    assert moved.abs().max() > 1e-2
+
+
+def test_unknown_flow_target_is_named() -> None:
+    with pytest.raises(ValueError, match="MeanFlowConfig.target"):
+        MeanFlowConfig(target="euler")
+
+
+@pytest.mark.parametrize("target", ["jvp", "midpoint"])
+def test_meanflow_training_reduces_one_step_error(target: str) -> None:
     """Tiny overfit: fixed clean latents with conditioning; the 1-step sample error must drop."""
     with torch.random.fork_rng():
         torch.manual_seed(0)
@@ -159,7 +190,7 @@ def test_meanflow_training_reduces_one_step_error() -> None:
     before = one_step_error()
     opt = torch.optim.Adam(model.parameters(), lr=5e-3)
     for _ in range(80):
-        loss, _ = meanflow_loss(fn, x, cond, MeanFlowConfig(interval_ratio=0.5), gen)
+        loss, _ = meanflow_loss(fn, x, cond, MeanFlowConfig(interval_ratio=0.5, target=target), gen)
         opt.zero_grad()
         loss.backward()
         opt.step()

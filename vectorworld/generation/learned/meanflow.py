@@ -11,6 +11,16 @@ adaptive weight (loss + 1e-3)^-0.8 (stop-gradient). Condition tokens carry their
 (tangent and target zero) and are excluded from the loss; only frontier tokens move.
 
 Plain flow matching (the baseline) is the special case r = t, where u_tgt = v and no JVP is needed.
+
+``target="midpoint"`` swaps the JVP for the identity's discrete form (the semigroup of the flow map): an
+interval is two half-steps of the network itself, z_m = z_t - (t - m) u(z_t, m, t) with m = (r + t) / 2,
+and u_tgt = (u(z_t, m, t) + u(z_m, r, m)) / 2 (no gradient). Half-steps shorter than ``midpoint_min_step``
+take the instantaneous velocity u(z, s, s) (an Euler step): that grounds the recursion in flow matching
+(without it u = 0 on every r < t is a fixed point). Its targets are bounded by the network's velocities;
+the JVP's grow with the network's roughness along the path (``tools/meanflow_targets.py``). The adaptive
+weight stays off with it: rows whose target is the network's own output have near-zero loss, the weight
+blows their gradients up, and training settles on any self-consistent network (a toy overfit stops learning
+even flow matching: tests).
 """
 
 from __future__ import annotations
@@ -43,6 +53,17 @@ class MeanFlowConfig:
     one_step_ratio: float = 0.25
     one_step_t_min: float = 0.5
     exact_one_step_ratio: float = 0.1
+    target: str = "jvp"
+    """How an interval r < t gets its target: "jvp" (the paper's differential identity) or "midpoint"
+    (two half-steps of the network, see the module docstring; ``adaptive_power`` is then not used)."""
+    midpoint_min_step: float = 1.0 / 32.0
+
+    def __post_init__(self) -> None:
+        if self.target not in TARGETS:
+            raise ValueError(f"MeanFlowConfig.target: {self.target!r} is not one of {', '.join(TARGETS)}")
+
+
+TARGETS = ("jvp", "midpoint")
 
 
 def sample_times(batch: int, config: MeanFlowConfig, generator: torch.Generator | None = None,
@@ -86,14 +107,31 @@ def meanflow_loss(fn: VelocityFn, x: torch.Tensor, cond: torch.Tensor, config: M
     if config.flow_matching_only:
         u = fn(z, r, t)
         target = v
+    elif config.target == "midpoint":
+        u = fn(z, r, t)
+        target = torch.where((r < t)[:, None, None],
+                             midpoint_target(fn, z, r, t, cond, config.midpoint_min_step), v)
     else:
         u, dudt = torch.func.jvp(fn, (z, r, t), (v, torch.zeros_like(r), torch.ones_like(t)))
         target = v - (t - r)[:, None, None] * dudt.detach()
     free = (~cond)[..., None].to(x.dtype)
     per_sample = (((u - target) ** 2) * free).sum((1, 2)) / (free.sum((1, 2)) * x.shape[-1]).clamp(min=1.0)
-    weight = (per_sample.detach() + 1e-3) ** (-config.adaptive_power)
+    power = config.adaptive_power if config.target == "jvp" else 0.0
+    weight = (per_sample.detach() + 1e-3) ** (-power)
     loss = (weight * per_sample).mean()
     return loss, {"mse": float(per_sample.detach().mean())}
+
+
+@torch.no_grad()
+def midpoint_target(fn: VelocityFn, z: torch.Tensor, r: torch.Tensor, t: torch.Tensor, cond: torch.Tensor,
+                    min_step: float = 0.0) -> torch.Tensor:
+    """Average velocity over [r, t] as the mean of two half-steps of ``fn`` from z (B, N, Z) at t, each
+    with the instantaneous velocity where it is shorter than ``min_step``; condition tokens stay as they are."""
+    m = 0.5 * (r + t)
+    euler = (t - m) < min_step
+    late = fn(z, torch.where(euler, t, m), t)
+    z_m = torch.where(cond[..., None], z, z - (t - m)[:, None, None] * late)
+    return 0.5 * (late + fn(z_m, torch.where(euler, m, r), m))
 
 
 def sample_meanflow(fn: VelocityFn, x_cond: torch.Tensor, cond: torch.Tensor, steps: int,
