@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from vectorworld.generation.learned.egr_dit import DiTConfig  # noqa: E402
-from vectorworld.generation.learned.meanflow import TARGETS, MeanFlowConfig  # noqa: E402
+from vectorworld.generation.learned.meanflow import PAIRS, TARGETS, MeanFlowConfig  # noqa: E402
 from vectorworld.generation.learned.outpaint import OutpaintModel  # noqa: E402
 from vectorworld.generation.learned.tile_tensors import TileTensors  # noqa: E402
 from vectorworld.generation.learned.vae import VAEConfig  # noqa: E402
@@ -103,6 +103,8 @@ def main() -> None:
                         help="decay of the DiT weight average the run exports (0 = none)")
     parser.add_argument("--flow-target", choices=TARGETS, default=MeanFlowConfig.target,
                         help="target of an interval r < t: the JVP identity or two half-steps of the network")
+    parser.add_argument("--flow-pairs", choices=PAIRS, default=MeanFlowConfig.pairs,
+                        help="distribution of the interval pairs (uniform covers the midpoint target's halves)")
     parser.add_argument("--vae-steps", type=int, default=3000)
     parser.add_argument("--dit-steps", type=int, default=40000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -146,7 +148,7 @@ def main() -> None:
         vae = OutpaintModel.configs(args.vae_from)[0]
     config = RunConfig(vae=vae, dit=dit,
                        flow=MeanFlowConfig(flow_matching_only=variant.get("flow_matching_only", False),
-                                           target=args.flow_target),
+                                           target=args.flow_target, pairs=args.flow_pairs),
                        vae_steps=args.vae_steps, dit_steps=args.dit_steps, batch_size=args.batch_size,
                        decode_weight=args.decode_weight, junction_weight=args.junction_weight,
                        dit_lr=args.dit_lr, init_from=str(args.init_from or ""),

@@ -71,6 +71,19 @@ def test_logit_normal_pairs_alone_miss_the_one_step_interval() -> None:
     assert ((t - r) > 0.9).double().mean().item() < 1e-4
 
 
+def test_uniform_pairs_train_the_halves_the_midpoint_target_queries() -> None:
+    """(0.5, 1), the late half of the one-step interval: logit-normal pairs almost never draw t near 1."""
+    only_pairs = MeanFlowConfig(interval_ratio=1.0, one_step_ratio=0.0, exact_one_step_ratio=0.0)
+    late_half = {}
+    for pairs in ("logit_normal", "uniform"):
+        r, t = sample_times(100_000, replace(only_pairs, pairs=pairs), torch.Generator().manual_seed(0))
+        assert (r <= t).all() and (r >= 0).all() and (t <= 1).all()
+        late_half[pairs] = ((t > 0.95) & (r > 0.4) & (r < 0.6)).double().mean().item()
+    assert late_half["logit_normal"] < 1e-3 < 1e-2 < late_half["uniform"]
+    with pytest.raises(ValueError, match="MeanFlowConfig.pairs"):
+        MeanFlowConfig(pairs="beta")
+
+
 def test_one_step_share_samples_the_one_step_interval() -> None:
     config = MeanFlowConfig(interval_ratio=0.25, one_step_ratio=0.25, one_step_t_min=0.5, exact_one_step_ratio=0.0)
     r, t = sample_times(20_000, config, torch.Generator().manual_seed(0))

@@ -57,13 +57,21 @@ class MeanFlowConfig:
     """How an interval r < t gets its target: "jvp" (the paper's differential identity) or "midpoint"
     (two half-steps of the network, see the module docstring; ``adaptive_power`` is then not used)."""
     midpoint_min_step: float = 1.0 / 32.0
+    pairs: str = "logit_normal"
+    """How the (r, t) pairs of ``interval_ratio`` (and the t of flow matching) are drawn: the max / min of
+    two logit-normal(``logit_mean``, ``logit_std``) draws, or "uniform": of two U(0, 1) draws. The midpoint
+    target queries the halves of its intervals, e.g. (0.5, 1) for (0, 1), which logit-normal pairs almost
+    never train (P(t > 0.95) ~ 1e-3)."""
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
             raise ValueError(f"MeanFlowConfig.target: {self.target!r} is not one of {', '.join(TARGETS)}")
+        if self.pairs not in PAIRS:
+            raise ValueError(f"MeanFlowConfig.pairs: {self.pairs!r} is not one of {', '.join(PAIRS)}")
 
 
 TARGETS = ("jvp", "midpoint")
+PAIRS = ("logit_normal", "uniform")
 
 
 def sample_times(batch: int, config: MeanFlowConfig, generator: torch.Generator | None = None,
@@ -71,8 +79,11 @@ def sample_times(batch: int, config: MeanFlowConfig, generator: torch.Generator 
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """(r, t), each (B,), with 0 <= r <= t <= 1, in the shares of :class:`MeanFlowConfig`. With
     ``flow_matching_only`` every pair has r = t."""
-    a = torch.sigmoid(config.logit_mean + config.logit_std * torch.randn(batch, generator=generator))
-    b = torch.sigmoid(config.logit_mean + config.logit_std * torch.randn(batch, generator=generator))
+    if config.pairs == "uniform":
+        a, b = torch.rand(batch, generator=generator), torch.rand(batch, generator=generator)
+    else:
+        a = torch.sigmoid(config.logit_mean + config.logit_std * torch.randn(batch, generator=generator))
+        b = torch.sigmoid(config.logit_mean + config.logit_std * torch.randn(batch, generator=generator))
     t, r = torch.maximum(a, b), torch.minimum(a, b)
     ratio = 0.0 if config.flow_matching_only else config.interval_ratio
     one_step = 0.0 if config.flow_matching_only else config.one_step_ratio
