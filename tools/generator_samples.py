@@ -10,7 +10,8 @@ tiles: known lanes grey, the data's new lanes green, the first candidate's decod
 direction of travel).
 
 Usage: python tools/generator_samples.py --reference heldout.npz [--weights DIR] [--steps 1] [--tiles 80]
-                                         [--candidates 2] [--png samples.png] [--drawn 12]
+                                         [--sampler meanflow|flow_matching] [--candidates 2]
+                                         [--png samples.png] [--drawn 12]
 """
 
 from __future__ import annotations
@@ -22,12 +23,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vectorworld.generation.learned.outpaint import SAMPLERS
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", required=True, help="held-out tiles (corpus .npz / folder / dataset)")
     parser.add_argument("--weights", default=None, help="checkpoint folder (default: the shipped one)")
     parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--sampler", choices=SAMPLERS, default=SAMPLERS[0])
     parser.add_argument("--candidates", type=int, default=2)
     parser.add_argument("--tiles", type=int, default=80)
     parser.add_argument("--seed", type=int, default=0)
@@ -51,8 +55,9 @@ def main() -> None:
             drawn.append((tile, decoded["lane_feat"][0].numpy(), torch.sigmoid(decoded["lane_logit"][0]).numpy()))
 
     funnel = validity_on_tiles(model, tiles, args.candidates, args.steps, args.seed,
-                               keep_drawing if args.png else None)
+                               keep_drawing if args.png else None, args.sampler)
     print(json.dumps({"weights": str(args.weights or WEIGHTS_DIR), "tiles": len(tiles), "steps": args.steps,
+                      "sampler": args.sampler,
                       **{k: round(v, 3) for k, v in funnel.items()}}))
     if args.png:
         print(draw(drawn, args.png))

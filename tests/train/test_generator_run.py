@@ -229,3 +229,27 @@ def test_a_state_saved_without_an_average_starts_the_average_from_its_weights() 
     averaged.ema = [torch.full((2,), 7.0)]
     averaged.load_state_dict(state)
     assert torch.equal(averaged.ema[0], weight.detach())
+
+
+def test_held_out_tiles_can_be_judged_with_the_flow_matching_sampler() -> None:
+    """The curve of a flow-matching-only run samples K Euler steps: the candidates are that sampler's."""
+    from vectorworld.generation.learned.generator import WEIGHTS_DIR
+    from vectorworld.generation.learned.outpaint import SamplerConfig
+    from vectorworld.generation.learned.tile_context import context_from_tile
+    from vectorworld.generation.learned.tile_tensors import stack_tiles
+    from vectorworld.generation.learned.vae import batch_to_torch
+    from vectorworld.train.generator_run import validity_on_tiles
+
+    held = synthetic_tiles(2, seed=4)
+    tiles = [TileTensors(**{k: v[i] for k, v in held.items()}) for i in range(2)]
+    model = OutpaintModel.load(WEIGHTS_DIR)
+    seen: dict[str, list[torch.Tensor]] = {"meanflow": [], "flow_matching": []}
+    for sampler in seen:
+        validity_on_tiles(model, tiles, candidates=2, steps=3, seed=7, sampler=sampler,
+                          on_tile=lambda i, tile, decoded, choice, s=sampler: seen[s].append(decoded["lane_feat"]))
+    ctx = context_from_tile(tiles[1])
+    batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]}, "cpu")
+    with torch.no_grad():
+        direct, _ = model.outpaint(batch, SamplerConfig("flow_matching", 3, 2), torch.Generator().manual_seed(8))
+    torch.testing.assert_close(seen["flow_matching"][1], direct["lane_feat"])
+    assert not torch.allclose(seen["meanflow"][1], direct["lane_feat"])

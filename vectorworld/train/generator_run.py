@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 STATE_FILE = "run_state.pt"
 LATEST = "latest"
+FM_CURVE_STEPS = 8
+"""Euler steps of the curve of a flow-matching-only run (one step of plain flow matching is a blur)."""
 Log = Callable[[str, int, dict[str, float]], None]
 """Called with (stage, step, figures) at every log and curve point."""
 
@@ -123,8 +125,9 @@ def _atomic_save(obj: object, path: Path) -> None:
 @torch.no_grad()
 def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates: int = 2, steps: int = 1,
                       seed: int = 0, on_tile: Callable[[int, TileTensors, dict[str, torch.Tensor], Choice], None]
-                      | None = None) -> dict[str, float]:
-    """One-step outpainting of held-out ground-truth tiles, judged by the validity filter: the share of tiles
+                      | None = None, sampler: str = "meanflow") -> dict[str, float]:
+    """Outpainting of held-out ground-truth tiles (one MeanFlow step unless ``sampler`` / ``steps`` say
+    otherwise), judged by the validity filter: the share of tiles
     with a valid candidate, the mean raw port gap (m) of the winners, and where the frontier lanes of a tile
     go (its lane funnel, per tile): ``data_lanes_per_tile`` in the tile, ``vae_lanes_per_tile`` in the VAE's
     decode of the tile's own latents, ``decoded_lanes_per_tile`` in a sample (mean over the candidates) and
@@ -142,14 +145,14 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
     model.eval()
     valid, lanes, gaps, data, vae, decoded_lanes = [], [], [], [], [], []
     pruned: dict[str, list[int]] = {}
-    sampler = SamplerConfig("meanflow", steps, candidates)
+    sampling = SamplerConfig(sampler, steps, candidates)
     config = StitchConfig()
     device = next(model.parameters()).device
     for i, tile in enumerate(tiles):
         ctx = context_from_tile(tile)
         frontier = ~ctx.tiles.lane_cond
         batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]}, device)
-        decoded, _ = model.outpaint(batch, sampler, torch.Generator().manual_seed(seed + i))
+        decoded, _ = model.outpaint(batch, sampling, torch.Generator().manual_seed(seed + i))
         lane_prob = torch.sigmoid(decoded["lane_logit"]).cpu().numpy()
         known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
         choice = choose_candidate(decoded["lane_feat"].cpu().numpy(), lane_prob, ctx.hints, frontier,
@@ -337,8 +340,10 @@ class GeneratorRun:
     def _curve_point(self, step: int, log: Log | None) -> None:
         assert self.model is not None and self.dit_trainer is not None
         with self.dit_trainer.averaged():   # the weights a run ships: the moving average, when it keeps one
+            fm = self.config.flow.flow_matching_only   # its sampler: one MeanFlow step, or K Euler steps
             figures = validity_on_tiles(self.model, self.heldout[:self.config.eval_tiles],
-                                        self.config.eval_candidates, 1, seed=10_000)
+                                        self.config.eval_candidates, FM_CURVE_STEPS if fm else 1, seed=10_000,
+                                        sampler="flow_matching" if fm else "meanflow")
             point = {"dit_step": float(step), "wall_s": self.state.wall_s,
                      "loss": float(self.dit_trainer.last.get("loss", np.nan)), **figures}
             self.state.curve.append(point)
