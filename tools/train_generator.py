@@ -110,6 +110,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--dit-dim", type=int, default=96)
     parser.add_argument("--dit-depth", type=int, default=4)
+    parser.add_argument("--slot-ranks", action="store_true",
+                        help="embed each free token's rank among the free tokens (DiTConfig.slot_ranks)")
     parser.add_argument("--decode-weight", type=float, default=RunConfig.decode_weight,
                         help="weight of the one-step decode loss (0 = MeanFlow alone)")
     parser.add_argument("--junction-weight", type=float, default=RunConfig.junction_weight,
@@ -141,7 +143,8 @@ def main() -> None:
     heldout = [TileTensors(**{k: v[i] for k, v in held.items()}) for i in range(len(held["lane_valid"]))]
     variant = VARIANTS[args.variant]
     vae = VAEConfig()
-    dit = DiTConfig(dim=args.dit_dim, depth=args.dit_depth, edge_gating=variant.get("edge_gating", True))
+    dit = DiTConfig(dim=args.dit_dim, depth=args.dit_depth, edge_gating=variant.get("edge_gating", True),
+                    slot_ranks=args.slot_ranks)
     if args.init_from is not None:  # a fine-tune keeps the checkpoint's architecture
         vae, dit, _ = OutpaintModel.configs(args.init_from)
     elif args.vae_from is not None:  # its VAE, this run's DiT

@@ -38,6 +38,10 @@ class DiTConfig:
     edge_gating: bool = True
     port_hints: bool = True
     """Add a port hint (where a frontier lane must start / end, see tile_tensors.port_hints) to lane tokens."""
+    slot_ranks: bool = False
+    """Add a learned embedding of each free token's rank among the free tokens of its kind. The data orders
+    free lanes by distance from the partition (agents: by |x|); without it the free tokens are exchangeable
+    and only the noise tells them apart."""
     time_max_freq: float = 10.0
     """Top angular frequency of the (r, t) embedding. MeanFlow's target differentiates through it: with 100,
     long-interval training from scratch diverged; about 10 trains stably (issue 15)."""
@@ -127,6 +131,7 @@ class EGRDiT(nn.Module):
         self.kind = nn.Embedding(2, d)
         self.cond = nn.Embedding(2, d)
         self.hint_in = nn.Linear(HINT_FEATURES, d) if config.port_hints else None
+        self.rank = nn.Embedding(max(config.max_lanes, config.max_agents), d) if config.slot_ranks else None
         self.time = TimeEmbedder(d, max_freq=config.time_max_freq)
         self.edge_kind = nn.Embedding(4, config.edge_dim)
         self.edge_cond = nn.Embedding(4, config.edge_dim)
@@ -204,6 +209,8 @@ class EGRDiT(nn.Module):
         n_l = self.config.max_lanes
         kind = (torch.arange(z.shape[1], device=z.device) >= n_l).long()
         x = self.token_in(z) + self.kind(kind)[None] + self.cond(cond.long())
+        if self.rank is not None:
+            x = x + self.rank(free_ranks(cond, n_l)) * (~cond)[..., None]
         if self.hint_in is not None and hints is not None:
             x = torch.cat([x[:, :n_l] + self.hint_in(hints), x[:, n_l:]], 1)
         c = self.time(r, t)
@@ -214,6 +221,14 @@ class EGRDiT(nn.Module):
             x = block(x, c, bias, gate)
         shift, scale = self.ada_out(c).chunk(2, -1)
         return self.out(modulate(self.norm_out(x), shift, scale))
+
+
+def free_ranks(cond: torch.Tensor, max_lanes: int) -> torch.Tensor:
+    """Rank (B, N) long of every free (not conditioned) token among the free tokens of its kind, in slot
+    order: the k-th free lane slot has rank k, and so has the k-th free agent slot. Conditioned tokens: 0."""
+    free = (~cond).long()
+    ranks = torch.cat([free[:, :max_lanes].cumsum(1), free[:, max_lanes:].cumsum(1)], 1) - 1
+    return ranks.clamp(min=0) * free
 
 
 def count_parameters(module: nn.Module) -> int:
