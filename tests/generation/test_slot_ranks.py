@@ -12,8 +12,9 @@ CONFIG = DiTConfig(latent=4, max_lanes=5, max_agents=3, dim=32, depth=2, heads=2
 
 
 def test_free_ranks_count_free_slots_per_kind() -> None:
-    cond = torch.tensor([[True, True, False, False, False, True, False, False]])
-    assert free_ranks(cond, 5).tolist() == [[0, 0, 0, 1, 2, 0, 0, 1]]
+    cond = torch.tensor([[True, True, False, False, False, True, False, False],
+                         [False, False, True, False, True, False, True, False]])
+    assert free_ranks(cond, 5).tolist() == [[0, 0, 0, 1, 2, 0, 0, 1], [0, 1, 0, 2, 0, 0, 0, 1]]
 
 
 def _output_of_swapped_free_lanes(slot_ranks: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -43,3 +44,17 @@ def test_without_ranks_free_slots_are_exchangeable() -> None:
 def test_ranks_tell_free_slots_apart() -> None:
     plain, swapped = _output_of_swapped_free_lanes(slot_ranks=True)
     assert (plain - swapped).abs().max() > 1e-2
+
+
+def test_a_saved_rank_model_loads_with_its_ranks(tmp_path) -> None:
+    from vectorworld.generation.learned.outpaint import OutpaintModel
+    from vectorworld.generation.learned.vae import VAEConfig
+
+    dit = replace(CONFIG, slot_ranks=True)
+    vae = VAEConfig(max_lanes=dit.max_lanes, max_agents=dit.max_agents, hidden=16, latent=dit.latent)
+    model = OutpaintModel(vae, dit)
+    with torch.no_grad():
+        model.dit.rank.weight.add_(1.0)
+    loaded = OutpaintModel.load(model.save(tmp_path / "ckpt"))
+    assert loaded.dit.config.slot_ranks
+    assert torch.equal(loaded.dit.rank.weight, model.dit.rank.weight)
