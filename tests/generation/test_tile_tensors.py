@@ -70,3 +70,56 @@ def test_port_hints_mark_frontier_lanes_at_known_ends() -> None:
     np.testing.assert_allclose(hints[in_slot], [0, 1, 0, 3.5 / 32, -1, 0], atol=1e-6)
     batched = port_hints(tile.lane_points[None], tile.lane_valid[None], tile.lane_cond[None], tile.edges[None])
     np.testing.assert_array_equal(batched[0], hints)
+
+
+def _crossing_tile() -> object:
+    """A through road along x and, in the front half, a road across it (entering at y = 32, leaving at
+    y = -32 as two lanes) plus a lane that starts inside the tile."""
+    x = np.linspace(-30.0, 30.0, 7)
+    y = np.linspace(32.0, -32.0, 9)
+    through = np.stack([x, np.zeros_like(x)], -1)
+    cross = np.stack([np.full_like(y, 10.0), y], -1)
+    inner = np.stack([np.linspace(12.0, 30.0, 5), np.full(5, -8.0)], -1)
+    return partition_tile([through, cross, inner], [[], [], []], [[], [], []], [[], [], []], np.zeros((0, 7)),
+                          np.zeros(0, np.int8), np.zeros((0, 6, 2)), max_lanes=8, max_agents=2)
+
+
+def test_border_hints_plan_the_roads_that_enter_the_front_half_at_a_side() -> None:
+    from vectorworld.generation.learned.tile_tensors import border_hints, port_hints
+
+    tile = _crossing_tile()
+    own = port_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, tile.edges)
+    plan = border_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, own)
+    crossing = [j for j in range(tile.num_lanes) if tile.lane_valid[j] and tile.lane_points[j, 0, 1] == 32.0]
+    inner = [j for j in range(tile.num_lanes) if tile.lane_valid[j] and tile.lane_points[j, 0, 1] == -8.0]
+    np.testing.assert_allclose(plan[crossing[0]], [1, 0, 10 / 32, 1, 0, -1], atol=1e-6)
+    assert not plan[inner[0]].any()                                  # starts and ends inside: no plan
+    hinted = own[:, :2].sum(-1) > 0.5
+    np.testing.assert_array_equal(plan[hinted], own[hinted])         # port hints win
+    first = border_hints(tile.lane_points, tile.lane_valid, np.zeros_like(tile.lane_cond), own)
+    np.testing.assert_array_equal(first, own)                        # a first tile has no plan
+
+
+def test_a_lane_that_only_leaves_at_a_side_is_planned_at_its_end() -> None:
+    from vectorworld.generation.learned.tile_tensors import border_hints
+
+    y = np.linspace(-5.0, -32.0, 6)
+    leaving = np.stack([np.full_like(y, 20.0), y], -1)
+    through = np.stack([np.linspace(-30.0, 30.0, 7), np.zeros(7)], -1)
+    tile = partition_tile([through, leaving], [[], []], [[], []], [[], []], np.zeros((0, 7)), np.zeros(0, np.int8),
+                          np.zeros((0, 6, 2)), max_lanes=6, max_agents=2)
+    plan = border_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, np.zeros((6, 6), np.float32))
+    j = [j for j in range(6) if tile.lane_valid[j] and tile.lane_points[j, 0, 1] == -5.0][0]
+    np.testing.assert_allclose(plan[j], [0, 1, 20 / 32, -1, 0, -1], atol=1e-6)
+
+
+def test_the_oracle_context_puts_the_plan_after_the_ports() -> None:
+    from vectorworld.generation.learned.tile_context import context_from_tile
+
+    tile = _crossing_tile()
+    bare, planned = context_from_tile(tile), context_from_tile(tile, plan=True)
+    required = sum(p.required for p in planned.ports)
+    k = len(planned.known_ids)
+    np.testing.assert_array_equal(planned.hints[:k + required], bare.hints[:k + required])
+    np.testing.assert_allclose(planned.hints[k + required], [1, 0, 10 / 32, 1, 0, -1], atol=1e-6)
+    assert not planned.hints[k + required + 1:].any()

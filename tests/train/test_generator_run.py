@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -253,3 +254,11 @@ def test_held_out_tiles_can_be_judged_with_the_flow_matching_sampler() -> None:
         direct, _ = model.outpaint(batch, SamplerConfig("flow_matching", 3, 2), torch.Generator().manual_seed(8))
     torch.testing.assert_close(seen["flow_matching"][1], direct["lane_feat"])
     assert not torch.allclose(seen["meanflow"][1], direct["lane_feat"])
+
+
+def test_a_lane_crosses_the_tile_when_its_chord_runs_mostly_across() -> None:
+    from vectorworld.train.generator_run import crosses
+
+    assert crosses(np.array([[10.0, 32.0], [10.0, 0.0], [12.0, -32.0]]))
+    assert not crosses(np.array([[0.0, 0.0], [30.0, 4.0]]))            # along the road
+    assert not crosses(np.array([[0.0, 0.0], [3.0, 9.0]]))             # a short turn: 9 < 2 * 3 + 5

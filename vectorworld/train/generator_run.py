@@ -122,6 +122,13 @@ def _atomic_save(obj: object, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def crosses(lane: np.ndarray) -> bool:
+    """Whether a lane (N, 2) (tile frame, m) runs across the tile's axis: a road that the known half does
+    not continue (its chord is more than twice as long across as along, plus 5 m)."""
+    dx, dy = np.abs(lane[-1] - lane[0])
+    return bool(dy > 2.0 * dx + 5.0)
+
+
 @torch.no_grad()
 def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates: int = 2, steps: int = 1,
                       seed: int = 0, on_tile: Callable[[int, TileTensors, dict[str, torch.Tensor], Choice], None]
@@ -132,7 +139,9 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
     go (its lane funnel, per tile): ``data_lanes_per_tile`` in the tile, ``vae_lanes_per_tile`` in the VAE's
     decode of the tile's own latents, ``decoded_lanes_per_tile`` in a sample (mean over the candidates) and
     ``lanes_per_tile`` kept by the filter in the chosen one, and the chosen one's lanes the filter dropped, by
-    reason (``pruned_<reason>_per_tile``, :attr:`CandidateCheck.pruned`). ``on_tile(i, tile, decoded, choice)``
+    reason (``pruned_<reason>_per_tile``, :attr:`CandidateCheck.pruned`), and the share of tiles with a new
+    road across the tile (:func:`crosses`) in the chosen candidate (``crossing_share``) and in the data
+    (``data_crossing_share``). ``on_tile(i, tile, decoded, choice)``
     sees every tile's candidates and choice (drawings)."""
     from vectorworld.generation.learned.candidates import choose_candidate
     from vectorworld.generation.learned.outpaint import SamplerConfig
@@ -143,13 +152,13 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
 
     was_training = model.dit.training
     model.eval()
-    valid, lanes, gaps, data, vae, decoded_lanes = [], [], [], [], [], []
+    valid, lanes, gaps, data, vae, decoded_lanes, crossing, data_crossing = [], [], [], [], [], [], [], []
     pruned: dict[str, list[int]] = {}
     sampling = SamplerConfig(sampler, steps, candidates)
     config = StitchConfig()
     device = next(model.parameters()).device
     for i, tile in enumerate(tiles):
-        ctx = context_from_tile(tile)
+        ctx = context_from_tile(tile, plan=model.dit.config.border_hints)
         frontier = ~ctx.tiles.lane_cond
         batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]}, device)
         decoded, _ = model.outpaint(batch, sampling, torch.Generator().manual_seed(seed + i))
@@ -165,6 +174,8 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
         decoded_lanes.append(float((lane_prob[:, frontier] > 0.5).sum(1).mean()))
         valid.append(choice.valid)
         lanes.append(len(choice.check.keep))
+        crossing.append(any(crosses(choice.lanes[k]) for k in choice.check.keep))
+        data_crossing.append(any(crosses(tile.lane_points[k]) for k in np.flatnonzero(new)))
         for reason, count in choice.check.pruned.items():
             pruned.setdefault(reason, []).append(count)
         for pos, lane in choice.check.port_links:
@@ -181,7 +192,8 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
 
     return {"valid_share": mean(valid), "lanes_per_tile": mean(lanes), "raw_port_gap_m": mean(gaps),
             "data_lanes_per_tile": mean(data), "vae_lanes_per_tile": mean(vae),
-            "decoded_lanes_per_tile": mean(decoded_lanes),
+            "decoded_lanes_per_tile": mean(decoded_lanes), "crossing_share": mean(crossing),
+            "data_crossing_share": mean(data_crossing),
             **{f"pruned_{reason}_per_tile": mean(counts) for reason, counts in pruned.items()}}
 
 

@@ -80,9 +80,10 @@ def mirror_tiles(tiles: Tiles) -> Tiles:
 
 
 def sample_batch(tiles: Tiles, batch_size: int, rng: np.random.Generator, device: str,
-                 uncond_ratio: float = 0.0) -> dict[str, torch.Tensor]:
+                 uncond_ratio: float = 0.0, plan: bool = False) -> dict[str, torch.Tensor]:
     """A random mini-batch (with mirror augmentation on a random half) as model inputs. A share
-    ``uncond_ratio`` of the tiles lose their condition (every token is generated: the first tile)."""
+    ``uncond_ratio`` of the tiles lose their condition (every token is generated: the first tile); ``plan``
+    adds the road-plan hints (``batch_to_torch``)."""
     n = len(tiles["lane_valid"])
     idx = rng.integers(0, n, size=batch_size)
     batch = {k: v[idx] for k, v in tiles.items()}
@@ -96,7 +97,7 @@ def sample_batch(tiles: Tiles, batch_size: int, rng: np.random.Generator, device
         free = rng.random(batch_size) < uncond_ratio
         for k in ("lane_cond", "agent_cond"):
             batch[k] = batch[k] & ~free[:, None]
-    return batch_to_torch(batch, device)
+    return batch_to_torch(batch, device, plan)
 
 
 def _schedule(step: int, config: TrainConfig) -> float:
@@ -282,7 +283,8 @@ def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: M
     ``junction_weight`` times the junction loss (``junction_loss``) of one-jump samples from t in
     [``JUNCTION_T_MIN``, 1] (0 = MeanFlow alone)."""
     def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
-        batch = sample_batch(tiles, config.batch_size, rng, config.device, uncond_ratio)
+        batch = sample_batch(tiles, config.batch_size, rng, config.device, uncond_ratio,
+                             model.dit.config.border_hints)
         with torch.no_grad():
             x = model.latents(batch)
         cond = model.cond_mask(batch)

@@ -38,6 +38,10 @@ class DiTConfig:
     edge_gating: bool = True
     port_hints: bool = True
     """Add a port hint (where a frontier lane must start / end, see tile_tensors.port_hints) to lane tokens."""
+    border_hints: bool = False
+    """Hint the road plan too: frontier lanes that enter or leave the front half at a side border get a hint
+    at that border (tile_tensors.border_hints). The plan then comes with the context (ground truth in
+    training, a plan prior at inference) instead of being left to the noise."""
     slot_ranks: bool = False
     """Add a learned embedding of each free token's rank among the free tokens of its kind. The data orders
     free lanes by distance from the partition (agents: by |x|); without it the free tokens are exchangeable

@@ -19,8 +19,10 @@ from vectorworld.generation.learned.tile_tensors import (
     HINT_FEATURES,
     LANE_POINTS,
     TileTensors,
+    border_hints,
     edges_from_lists,
     empty_tile,
+    port_hints,
 )
 
 
@@ -193,11 +195,12 @@ def tile_ports(tile: TileTensors, margin_m: float = 0.5, required_margin_m: floa
     return ports
 
 
-def context_from_tile(tile: TileTensors) -> TileContext:
+def context_from_tile(tile: TileTensors, plan: bool = False) -> TileContext:
     """The inference context of a partitioned ground-truth tile (held-out checks): its known lanes moved to
     the first slots, every frontier lane and agent removed, the ports of :func:`tile_ports` and their hints
     on the free slots -- what ``build_context`` would give for the same known world. ``known_ids`` are the
-    known lanes' slots in ``tile``."""
+    known lanes' slots in ``tile``. ``plan`` adds the tile's own road plan (tile_tensors.border_hints) on the
+    free slots after the ports' (an oracle plan: what a perfect plan prior would give)."""
     known = np.flatnonzero(tile.lane_valid & tile.lane_cond)
     ctx = empty_tile(tile.num_lanes, tile.num_agents)
     k = len(known)
@@ -208,6 +211,14 @@ def context_from_tile(tile: TileTensors) -> TileContext:
     ports = tile_ports(tile)
     moved = [FrontierPort(p.index, p.xy, p.yaw, p.is_out, p.required, int(np.flatnonzero(known == p.lane_id)[0]))
              for p in ports]
+    hints = slot_hints(moved, k, tile.num_lanes)
+    if plan:
+        own = port_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, tile.edges)
+        planned = border_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, own)
+        rows = planned[(planned[:, :2].sum(-1) > 0.5) & (own[:, :2].sum(-1) < 0.5)]
+        start = k + sum(p.required for p in moved)
+        rows = rows[:max(tile.num_lanes - start, 0)]
+        hints[start:start + len(rows)] = rows
     return TileContext(tiles=ctx, known_ids=tuple(range(k)),
                        known_points=tuple(tile.lane_points[i].astype(np.float64) for i in known),
-                       ports=tuple(moved), hints=slot_hints(moved, k, tile.num_lanes))
+                       ports=tuple(moved), hints=hints)

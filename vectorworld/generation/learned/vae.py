@@ -237,15 +237,17 @@ def _lane_features(points: np.ndarray) -> np.ndarray:
     return out
 
 
-def batch_to_torch(tiles: dict[str, object], device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
+def batch_to_torch(tiles: dict[str, object], device: str | torch.device = "cpu",
+                   plan: bool = False) -> dict[str, torch.Tensor]:
     """Convert batched :class:`TileTensors` fields (numpy, leading B) to the model's torch inputs.
 
     Returns lane_hint (B, L, 6) (given as ``lane_hint`` or derived from the edges, see
-    tile_tensors.port_hints), lane_feat (B, L, 8) (Bézier control points / 32 m), lane_valid /
-    lane_cond (B, L) bool, edges (B, L, L) long, agent_feat (B, A, 23), agent_valid / agent_cond (B, A) bool
+    tile_tensors.port_hints, with the road plan of tile_tensors.border_hints when ``plan``), lane_feat
+    (B, L, 8) (Bézier control points / 32 m), lane_valid / lane_cond (B, L) bool, edges (B, L, L) long,
+    agent_feat (B, A, 23), agent_valid / agent_cond (B, A) bool
     (all normalised, tile frame).
     """
-    from vectorworld.generation.learned.tile_tensors import agent_features, port_hints
+    from vectorworld.generation.learned.tile_tensors import agent_features, border_hints, port_hints
 
     def t(x: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
         return torch.as_tensor(np.ascontiguousarray(x)).to(device=device, dtype=dtype)
@@ -254,6 +256,9 @@ def batch_to_torch(tiles: dict[str, object], device: str | torch.device = "cpu")
     if hints is None:
         hints = port_hints(np.asarray(tiles["lane_points"]), np.asarray(tiles["lane_valid"]),
                            np.asarray(tiles["lane_cond"]), np.asarray(tiles["edges"]))
+        if plan:
+            hints = border_hints(np.asarray(tiles["lane_points"]), np.asarray(tiles["lane_valid"]),
+                                 np.asarray(tiles["lane_cond"]), hints)
     return {
         "lane_hint": t(hints, torch.float32),
         "lane_feat": t(_lane_features(np.asarray(tiles["lane_points"])), torch.float32),
