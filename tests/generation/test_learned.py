@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -74,6 +75,7 @@ class _ScriptedModel:
         edges = torch.zeros(12, 12, dtype=torch.long)
         edges[2, 4] = EDGE_SUCC
         self.vae = _ScriptedVAE(self.cfg, edges)
+        self.dit = SimpleNamespace(config=DiTConfig(max_lanes=12, max_agents=8))
 
     def outpaint(self, context, sampler, generator):
         c, n_l, n_a = sampler.candidates, self.cfg.max_lanes, self.cfg.max_agents

@@ -257,7 +257,7 @@ def test_held_out_tiles_can_be_judged_with_the_flow_matching_sampler() -> None:
 
 
 def test_a_lane_crosses_the_tile_when_its_chord_runs_mostly_across() -> None:
-    from vectorworld.train.generator_run import crosses
+    from vectorworld.generation.learned.road_plan import crosses
 
     assert crosses(np.array([[10.0, 32.0], [10.0, 0.0], [12.0, -32.0]]))
     assert not crosses(np.array([[0.0, 0.0], [30.0, 4.0]]))            # along the road

@@ -30,6 +30,7 @@ from vectorworld.errors import ConfigError
 from vectorworld.generation.learned.egr_dit import DiTConfig
 from vectorworld.generation.learned.meanflow import MeanFlowConfig
 from vectorworld.generation.learned.outpaint import OutpaintModel
+from vectorworld.generation.learned.road_plan import RoadPlans
 from vectorworld.generation.learned.tile_tensors import TileTensors
 from vectorworld.generation.learned.vae import TileVAE, VAEConfig
 from vectorworld.train.generator_training import (
@@ -122,13 +123,6 @@ def _atomic_save(obj: object, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def crosses(lane: np.ndarray) -> bool:
-    """Whether a lane (N, 2) (tile frame, m) runs across the tile's axis: a road that the known half does
-    not continue (its chord is more than twice as long across as along, plus 5 m)."""
-    dx, dy = np.abs(lane[-1] - lane[0])
-    return bool(dy > 2.0 * dx + 5.0)
-
-
 @torch.no_grad()
 def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates: int = 2, steps: int = 1,
                       seed: int = 0, on_tile: Callable[[int, TileTensors, dict[str, torch.Tensor], Choice], None]
@@ -140,11 +134,12 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
     decode of the tile's own latents, ``decoded_lanes_per_tile`` in a sample (mean over the candidates) and
     ``lanes_per_tile`` kept by the filter in the chosen one, and the chosen one's lanes the filter dropped, by
     reason (``pruned_<reason>_per_tile``, :attr:`CandidateCheck.pruned`), and the share of tiles with a new
-    road across the tile (:func:`crosses`) in the chosen candidate (``crossing_share``) and in the data
-    (``data_crossing_share``). ``on_tile(i, tile, decoded, choice)``
+    road across the tile in the chosen candidate (``crossing_share``) and in the data
+    (``data_crossing_share``; road_plan.crosses). ``on_tile(i, tile, decoded, choice)``
     sees every tile's candidates and choice (drawings)."""
     from vectorworld.generation.learned.candidates import choose_candidate
     from vectorworld.generation.learned.outpaint import SamplerConfig
+    from vectorworld.generation.learned.road_plan import crosses
     from vectorworld.generation.learned.stitching import StitchConfig, lanes_reference
     from vectorworld.generation.learned.tile_context import context_from_tile
     from vectorworld.generation.learned.tile_tensors import stack_tiles
@@ -210,6 +205,7 @@ class GeneratorRun:
         self.vae_trainer = Trainer(list(self.vae.parameters()), vae_loss_fn(self.vae, tiles, self.vae_cfg),
                                    self.vae_cfg)
         self.model: OutpaintModel | None = None
+        self._plans: RoadPlans | None = None
         self.dit_trainer: Trainer | None = None
 
     # ---------------------------------------------------------------- stage switch
@@ -288,10 +284,20 @@ class GeneratorRun:
             self.state.stage = "dit"  # a finished run resumed with more DiT steps continues
 
     def export(self, folder: Path, metadata: dict[str, object]) -> Path:
-        """Save the current model as a generator checkpoint folder (OutpaintModel.load reads it)."""
+        """Save the current model as a generator checkpoint folder (OutpaintModel.load reads it), with the
+        corpus' road plans when the DiT takes them (road_plan.RoadPlans)."""
         assert self.model is not None
-        return self.model.cpu().save(folder, metadata=metadata) if self.config.device == "cpu" else \
+        saved = self.model.cpu().save(folder, metadata=metadata) if self.config.device == "cpu" else \
             _export_copy(self.model, folder, metadata)
+        if self.model.dit.config.border_hints:
+            self.road_plans().save(folder)
+        return saved
+
+    def road_plans(self) -> RoadPlans:
+        if self._plans is None:
+            self._plans = RoadPlans.from_tiles(
+                [TileTensors(**{k: v[i] for k, v in self.tiles.items()}) for i in range(len(self.tiles["lane_valid"]))])
+        return self._plans
 
     def metadata(self) -> dict[str, object]:
         return {"run": self.config.to_dict(), "corpus_tiles": int(len(self.tiles["lane_valid"])),

@@ -33,6 +33,7 @@ from vectorworld.generation.base import (
     register_generator,
 )
 from vectorworld.generation.learned.candidates import Choice, choose_candidate
+from vectorworld.generation.learned.road_plan import RoadPlans, context_key
 from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
 from vectorworld.generation.learned.stitching import (
     CandidateCheck,
@@ -41,7 +42,7 @@ from vectorworld.generation.learned.stitching import (
     lanes_reference,
     stitch,
 )
-from vectorworld.generation.learned.tile_context import TileContext, build_context
+from vectorworld.generation.learned.tile_context import TileContext, build_context, with_plan
 from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
     EDGE_RIGHT,
@@ -134,7 +135,8 @@ class LearnedTileGenerator(TileGenerator):
                  candidates: int = DEFAULT_CANDIDATES, exist_threshold: float = 0.5, fallback: str = "procedural",
                  num_threads: int | None = 1, model: OutpaintModel | None = None,
                  stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
-                 learned_first_tile: bool = True, rounds: int = DEFAULT_ROUNDS, frozen_graph: bool = True) -> None:
+                 learned_first_tile: bool = True, rounds: int = DEFAULT_ROUNDS, frozen_graph: bool = True,
+                 road_plans: RoadPlans | None = None) -> None:
         from vectorworld.errors import ConfigError
 
         if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1 or rounds < 1:
@@ -151,6 +153,7 @@ class LearnedTileGenerator(TileGenerator):
         self.stitch_config = stitch_config or StitchConfig()
         self.spawn_config = spawn_config or SpawnFilterConfig()
         self._model = model
+        self._plans = road_plans
         self._fallback: TileGenerator | None = None
         self._one_step: OneStepGraph | None = None
         self._edge_graph: EdgeGraph | None = None
@@ -165,6 +168,13 @@ class LearnedTileGenerator(TileGenerator):
 
             self._model = OutpaintModel.load(self.checkpoint)
         return self._model
+
+    @property
+    def road_plans(self) -> RoadPlans:
+        """The plan prior of a model trained with border hints, loaded from ``checkpoint`` on first use."""
+        if self._plans is None:
+            self._plans = RoadPlans.load(self.checkpoint)
+        return self._plans
 
     def _one_step_graph(self) -> OneStepGraph:
         """The frozen one-step sampler of the model (built on first use; not pickled)."""
@@ -260,6 +270,8 @@ class LearnedTileGenerator(TileGenerator):
                 self.last_diagnostics = TileDiagnostics()
                 return self.first_tile(request.frame, request.lane_ids, request.rng)
             return self._fall_back(request, TileDiagnostics(used_fallback=True))
+        if model.dit.config.border_hints:
+            ctx = with_plan(ctx, self.road_plans.draw(context_key(ctx), request.rng))
         threads = torch.get_num_threads()
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)

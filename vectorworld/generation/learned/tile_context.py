@@ -7,7 +7,7 @@ learned generator is trained without back-half agents and keeps spawns clear of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -211,14 +211,25 @@ def context_from_tile(tile: TileTensors, plan: bool = False) -> TileContext:
     ports = tile_ports(tile)
     moved = [FrontierPort(p.index, p.xy, p.yaw, p.is_out, p.required, int(np.flatnonzero(known == p.lane_id)[0]))
              for p in ports]
-    hints = slot_hints(moved, k, tile.num_lanes)
-    if plan:
-        own = port_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, tile.edges)
-        planned = border_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, own)
-        rows = planned[(planned[:, :2].sum(-1) > 0.5) & (own[:, :2].sum(-1) < 0.5)]
-        start = k + sum(p.required for p in moved)
-        rows = rows[:max(tile.num_lanes - start, 0)]
-        hints[start:start + len(rows)] = rows
-    return TileContext(tiles=ctx, known_ids=tuple(range(k)),
-                       known_points=tuple(tile.lane_points[i].astype(np.float64) for i in known),
-                       ports=tuple(moved), hints=hints)
+    ctx = TileContext(tiles=ctx, known_ids=tuple(range(k)),
+                      known_points=tuple(tile.lane_points[i].astype(np.float64) for i in known),
+                      ports=tuple(moved), hints=slot_hints(moved, k, tile.num_lanes))
+    return with_plan(ctx, tile_plan(tile)) if plan else ctx
+
+
+def tile_plan(tile: TileTensors) -> np.ndarray:
+    """The road plan (k, 6) of a partitioned ground-truth tile: its border hints (tile_tensors.border_hints)
+    that are not port hints."""
+    own = port_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, tile.edges)
+    planned = border_hints(tile.lane_points, tile.lane_valid, tile.lane_cond, own)
+    return planned[(planned[:, :2].sum(-1) > 0.5) & (own[:, :2].sum(-1) < 0.5)]
+
+
+def with_plan(ctx: TileContext, rows: np.ndarray) -> TileContext:
+    """``ctx`` with road-plan hint rows (k, 6) on the free slots after the required ports' (as many as fit)."""
+    start = len(ctx.known_ids) + sum(p.required for p in ctx.ports)
+    rows = rows[:max(len(ctx.hints) - start, 0)]
+    hints = ctx.hints.copy()
+    hints[start:start + len(rows)] = rows
+    return replace(ctx, hints=hints)
+
