@@ -6,8 +6,8 @@ in the VAE's decode of the tile's own latents, in a sample (decoded, before the 
 and the share of tiles with a valid candidate. A gap between data and VAE is the autoencoder's; between VAE
 and decoded, the sampler's (too few lanes); between decoded and kept, the lanes the filter prunes, counted
 by reason (``pruned_<reason>_per_tile``: duplicate, looped, isolated, spur). ``--png`` draws a grid of
-tiles: known lanes grey, the data's new lanes green, the first candidate's decoded lanes red (arrows:
-direction of travel).
+tiles: known lanes grey, the data's new lanes green, the chosen candidate's kept lanes red and the connectors
+junction completion added to it blue (arrows: direction of travel).
 
 Usage: python tools/generator_samples.py --reference heldout.npz [--weights DIR] [--steps 1] [--tiles 80]
                                          [--sampler meanflow|flow_matching] [--candidates 2]
@@ -52,7 +52,8 @@ def main() -> None:
 
     def keep_drawing(i: int, tile: object, decoded: dict[str, torch.Tensor], choice: object) -> None:
         if i % every == 0 and len(drawn) < args.drawn:
-            drawn.append((tile, decoded["lane_feat"][0].numpy(), torch.sigmoid(decoded["lane_logit"][0]).numpy()))
+            keep = choice.check.keep
+            drawn.append((tile, choice.lanes[keep], choice.slots[keep] < 0))
 
     funnel = validity_on_tiles(model, tiles, args.candidates, args.steps, args.seed,
                                keep_drawing if args.png else None, args.sampler)
@@ -64,14 +65,13 @@ def main() -> None:
 
 
 def draw(drawn: list[tuple[object, np.ndarray, np.ndarray]], path: Path) -> Path:
-    """Grid of tiles: known lanes grey, the data's new lanes green, a sample's decoded lanes red."""
+    """Grid of (tile, kept lanes (n, P, 2), connector (n,) bool): known lanes grey, the data's new lanes
+    green, the kept lanes red, the connectors blue."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vectorworld.generation.learned.candidates import decode_lanes
-    from vectorworld.generation.learned.tile_context import context_from_tile
     from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
 
     cols = 4
@@ -79,23 +79,22 @@ def draw(drawn: list[tuple[object, np.ndarray, np.ndarray]], path: Path) -> Path
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 4 * rows), squeeze=False)
     for ax in axes.ravel():
         ax.set_axis_off()
-    for ax, (tile, lane_feat, lane_prob) in zip(axes.ravel(), drawn, strict=False):
-        ctx = context_from_tile(tile)
-        _, lanes = decode_lanes(lane_feat, ctx.hints)
-        sample = np.flatnonzero(~ctx.tiles.lane_cond & (lane_prob > 0.5))
+    for ax, (tile, lanes, connector) in zip(axes.ravel(), drawn, strict=False):
         for k in np.flatnonzero(tile.lane_valid & tile.lane_cond):
             ax.plot(*tile.lane_points[k].T, color="0.65", lw=1)
         new = np.flatnonzero(tile.lane_valid & ~tile.lane_cond)
         for k in new:
             ax.plot(*tile.lane_points[k].T, color="green", lw=3, alpha=0.35)
-        for k in sample:
-            ax.plot(*lanes[k].T, color="red", lw=1)
-            ax.annotate("", lanes[k][-1], lanes[k][-3], arrowprops={"arrowstyle": "->", "color": "red"})
+        for lane, added in zip(lanes, connector, strict=True):
+            color = "blue" if added else "red"
+            ax.plot(*lane.T, color=color, lw=1)
+            ax.annotate("", lane[-1], lane[-3], arrowprops={"arrowstyle": "->", "color": color})
         ax.set_axis_on()
         ax.set_xlim(-HALF_TILE_M - 2, HALF_TILE_M + 2)
         ax.set_ylim(-HALF_TILE_M - 2, HALF_TILE_M + 2)
         ax.set_aspect("equal")
-        ax.set_title(f"data {len(new)} new lanes, sample {len(sample)}", fontsize=9)
+        ax.set_title(f"data {len(new)} new lanes, kept {len(lanes)} ({int(connector.sum())} connectors)",
+                     fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=70)
     plt.close(fig)

@@ -266,3 +266,10 @@ def test_per_tile_inference_runs_on_one_torch_thread_and_restores_the_callers() 
         assert model.threads == [1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_connector_of_junction_completion_gets_no_decoded_edges() -> None:
+    gen = LearnedTileGenerator(model=_ScriptedModel(), fallback="test-straight", frozen_graph=False)
+    edges = gen._decode_edges(torch.zeros(1, 20, 16), np.array([2, -1, 4]))
+    assert edges.shape == (3, 3)
+    assert edges[0, 2] == EDGE_SUCC and not edges[1].any() and not edges[:, 1].any()

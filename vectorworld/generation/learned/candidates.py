@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld.generation.learned.bezier import bezier_points, pin_to_ports
+from vectorworld.generation.learned.junction_completion import CompletionConfig, junction_connectors
 from vectorworld.generation.learned.stitching import (
     CandidateCheck,
     FrontierPort,
@@ -26,8 +27,9 @@ from vectorworld.generation.learned.tile_tensors import LANE_POINTS, lane_contro
 @dataclass(frozen=True)
 class Choice:
     """The chosen candidate: its index, the frontier slots it keeps (``slots[check.keep]`` are the kept
-    lanes' slots), their decoded, pinned Bézier control points (n, 4, 2) and polylines (n, 20, 2) m before
-    the filter, the check, and how many candidates were checked / were valid."""
+    lanes' slots; -1 for a connector added by junction completion), their decoded, pinned Bézier control
+    points (n, 4, 2) and polylines (n, 20, 2) m before the filter, the check, and how many candidates were
+    checked / were valid."""
 
     index: int
     slots: np.ndarray
@@ -60,13 +62,16 @@ def candidate_order(lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarr
 
 def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarray,
                      ports: list[FrontierPort], known: KnownLanes, config: StitchConfig,
-                     threshold: float = 0.5, accept: Callable[[np.ndarray], bool] | None = None) -> Choice:
+                     threshold: float = 0.5, accept: Callable[[np.ndarray], bool] | None = None,
+                     completion: CompletionConfig | None = None) -> Choice:
     """The first valid candidate in best-first order, or (none valid) the best-scoring one.
 
     lane_feat (C, L, 8), lane_prob (C, L): decoded candidates; hints (L, 6): port hints of the slots;
     frontier (L,) bool: the generated slots; ports / known: the tile's ports and known lanes; ``accept``:
-    an extra condition on a valid candidate's kept lanes (n, 20, 2) (the first tile needs a road along +x).
+    an extra condition on a valid candidate's kept lanes (n, 20, 2) (the first tile needs a road along +x);
+    ``completion``: junction completion before the filter (default: on, see junction_completion).
     """
+    completion = completion or CompletionConfig()
     best: Choice | None = None
     checked = 0
     for c in candidate_order(lane_prob, hints, frontier, threshold):
@@ -74,10 +79,16 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
         controls, lanes = decode_lanes(lane_feat[c], hints)
         finite = np.isfinite(lanes).all((1, 2))
         slots = np.flatnonzero(frontier & finite & (lane_prob[c] > threshold))
-        check = check_candidate(lanes[slots], ports, known, config)
-        if check.valid and accept is not None and not accept(lanes[slots][check.keep]):
+        controls, lanes = controls[slots], lanes[slots]
+        connectors = junction_connectors(lanes, ports, config, completion)
+        if len(connectors):
+            controls = np.concatenate([controls, connectors])
+            lanes = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
+            slots = np.concatenate([slots, np.full(len(connectors), -1)])
+        check = check_candidate(lanes, ports, known, config)
+        if check.valid and accept is not None and not accept(lanes[check.keep]):
             check.dangling += 1  # not acceptable: ranks like an invalid candidate
-        choice = Choice(int(c), slots, controls[slots], lanes[slots], check, checked)
+        choice = Choice(int(c), slots, controls, lanes, check, checked)
         if check.valid:
             return choice
         if best is None or check.score() > best.check.score():

@@ -45,6 +45,7 @@ from vectorworld.generation.learned.stitching import (
 from vectorworld.generation.learned.tile_context import TileContext, build_context, with_plan
 from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
+    EDGE_NONE,
     EDGE_RIGHT,
     EDGE_SUCC,
     HINT_FEATURES,
@@ -186,9 +187,15 @@ class LearnedTileGenerator(TileGenerator):
 
     def _decode_edges(self, z: torch.Tensor, slots: np.ndarray) -> np.ndarray:
         """Edge types (n, n) among the kept lane slots ``slots`` (n,) of one candidate's latents (1, N, Z)
-        (the frozen edge graph with ``frozen_graph``, else the eager decoder)."""
+        (the frozen edge graph with ``frozen_graph``, else the eager decoder); a connector of junction
+        completion (slot -1) has none."""
         import torch
 
+        decoded = np.flatnonzero(slots >= 0)
+        out = np.full((len(slots), len(slots)), EDGE_NONE, np.int64)
+        if len(decoded) == 0:
+            return out
+        slots = slots[decoded]
         if self.frozen_graph:
             if self._edge_graph is None:
                 from vectorworld.generation.learned.one_step import EdgeGraph
@@ -198,7 +205,8 @@ class LearnedTileGenerator(TileGenerator):
         else:
             with torch.inference_mode():
                 logits = self.model.vae.decode_edges(z, torch.as_tensor(slots))
-        return logits.argmax(-1).numpy()
+        out[np.ix_(decoded, decoded)] = logits.argmax(-1).numpy()
+        return out
 
     @property
     def fallback(self) -> TileGenerator:

@@ -245,16 +245,17 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
     duplicate = duplicate_lanes(lanes, known, config, _touches_required(lanes, ports, config))
     looped = looped_lanes(lanes, config) & ~duplicate
     keep = np.flatnonzero(~(duplicate | looped))
-    check, dangling, isolated = _connect(lanes[keep], ports, config)
+    check, starts_open, ends_open = open_ends(lanes[keep], ports, config)
+    dangling, isolated = starts_open | ends_open, starts_open & ends_open
     pruned = {"duplicate": int(duplicate.sum()), "looped": int(looped.sum()), "isolated": int(isolated.sum()),
               "spur": 0}
     if isolated.any():
         keep = keep[~isolated]
-        check, dangling, _ = _connect(lanes[keep], ports, config)
+        check, dangling = _dangling(lanes[keep], ports, config)
     while config.prune_spurs and dangling.any() and not dangling.all():
         pruned["spur"] += int(dangling.sum())
         keep = keep[~dangling]
-        check, dangling, _ = _connect(lanes[keep], ports, config)
+        check, dangling = _dangling(lanes[keep], ports, config)
     check.keep = keep
     check.pruned = pruned
     check.knotted = knot_size(lanes[keep], config)
@@ -281,10 +282,17 @@ def _touches_required(lanes: np.ndarray, ports: list[FrontierPort], config: Stit
     return touch
 
 
-def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
-             ) -> tuple[CandidateCheck, np.ndarray, np.ndarray]:
-    """Port links, successor joints and dangling ends of the kept lanes (K, P, 2); also which kept lanes
-    dangle at an end, and which at both ends (touch nothing), each (K,) bool."""
+def _dangling(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
+              ) -> tuple[CandidateCheck, np.ndarray]:
+    """:func:`open_ends`, and which lanes dangle at either end (K,) bool."""
+    check, starts_open, ends_open = open_ends(kept, ports, config)
+    return check, starts_open | ends_open
+
+
+def open_ends(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
+              ) -> tuple[CandidateCheck, np.ndarray, np.ndarray]:
+    """Port links, successor joints and dangling ends of the kept lanes (K, P, 2); also which lanes' starts
+    and which lanes' ends touch nothing (no port, no other lane, away from the border), each (K,) bool."""
     check = CandidateCheck(keep=np.arange(len(kept)))
     n = len(kept)
     if n == 0:
@@ -323,7 +331,7 @@ def _connect(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
     start_ok = start_used | joined.any(0) | at_border(starts, start_yaw + np.pi, config)
     end_ok = end_used | joined.any(1) | at_border(ends, end_yaw, config)
     check.dangling = int((~start_ok).sum() + (~end_ok).sum())
-    return check, ~start_ok | ~end_ok, ~start_ok & ~end_ok
+    return check, ~start_ok, ~end_ok
 
 
 def _joins(ends: np.ndarray, end_yaw: np.ndarray, starts: np.ndarray, start_yaw: np.ndarray,

@@ -1,0 +1,65 @@
+"""Junction completion: connectors from open lane ends to the open starts of each drivable turn."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vectorworld.generation.learned.bezier import bezier_points
+from vectorworld.generation.learned.candidates import choose_candidate
+from vectorworld.generation.learned.junction_completion import CompletionConfig, junction_connectors
+from vectorworld.generation.learned.stitching import FrontierPort, KnownLanes, StitchConfig, check_candidate
+from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
+
+PORT = FrontierPort(index=0, xy=np.array([0.0, 0.0]), yaw=0.0, is_out=True)
+
+
+def _line(a: tuple[float, float], b: tuple[float, float]) -> np.ndarray:
+    return np.linspace(a, b, LANE_POINTS)
+
+
+def _junction() -> np.ndarray:
+    """A lane from the port to a stop line at x = 8, and the three lanes leaving the junction: straight on
+    from x = 24, right from (14, -6), left from (20, 6)."""
+    return np.stack([_line((0, 0), (8, 0)), _line((24, 0), (32, 0)), _line((14, -6), (14, -32)),
+                     _line((20, 6), (20, 32))])
+
+
+def test_an_open_stop_line_gets_one_connector_per_turn() -> None:
+    lanes = _junction()
+    connectors = junction_connectors(lanes, [PORT], StitchConfig(), CompletionConfig())
+    assert len(connectors) == 3
+    np.testing.assert_allclose(connectors[:, 0], np.tile([8.0, 0.0], (3, 1)))
+    ends = sorted(map(tuple, np.round(connectors[:, 3], 6)))
+    assert ends == [(14.0, -6.0), (20.0, 6.0), (24.0, 0.0)]
+    completed = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
+    empty = KnownLanes(np.zeros((0, 2)), np.zeros(0))
+    before = check_candidate(lanes, [PORT], empty, StitchConfig())
+    after = check_candidate(completed, [PORT], empty, StitchConfig())
+    assert not before.valid and after.valid and len(after.keep) == 7
+    assert {(0, j) for j in range(4, 7)} <= set(after.successors)
+
+
+def test_no_connector_goes_backwards_or_turns_around() -> None:
+    behind = np.stack([_line((0, 0), (20, 0)), _line((10, 3.5), (30, 3.5)), _line((16, 3.5), (2, 3.5))])
+    assert len(junction_connectors(behind, [PORT], StitchConfig(), CompletionConfig())) == 0
+
+
+def test_completion_can_be_switched_off() -> None:
+    assert len(junction_connectors(_junction(), [PORT], StitchConfig(), CompletionConfig(enabled=False))) == 0
+
+
+def test_the_chosen_candidate_marks_its_connectors_with_slot_minus_one() -> None:
+    lanes = _junction()
+    controls = np.stack([np.stack([p[0], p[0] + (p[-1] - p[0]) / 3, p[0] + 2 * (p[-1] - p[0]) / 3, p[-1]])
+                         for p in lanes])
+    feat = np.zeros((1, 6, 8))
+    feat[0, 1:5] = controls.reshape(4, 8) / HALF_TILE_M
+    prob = np.array([[0.0, 1, 1, 1, 1, 0]])
+    frontier = np.array([False, True, True, True, True, True])
+    empty = KnownLanes(np.zeros((0, 2)), np.zeros(0))
+    choice = choose_candidate(feat, prob, np.zeros((6, 6), np.float32), frontier, [PORT], empty, StitchConfig())
+    assert choice.valid
+    assert choice.slots.tolist() == [1, 2, 3, 4, -1, -1, -1]
+    off = choose_candidate(feat, prob, np.zeros((6, 6), np.float32), frontier, [PORT], empty, StitchConfig(),
+                           completion=CompletionConfig(enabled=False))
+    assert not off.valid
