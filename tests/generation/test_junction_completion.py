@@ -63,3 +63,14 @@ def test_the_chosen_candidate_marks_its_connectors_with_slot_minus_one() -> None
     off = choose_candidate(feat, prob, np.zeros((6, 6), np.float32), frontier, [PORT], empty, StitchConfig(),
                            completion=CompletionConfig(enabled=False))
     assert not off.valid
+
+
+def test_a_port_no_lane_continues_is_joined_to_the_lane_that_starts_ahead_of_it() -> None:
+    lanes = np.stack([_line((6, 0.5), (32, 0.5))])                     # starts 6 m past the port
+    empty = KnownLanes(np.zeros((0, 2)), np.zeros(0))
+    assert check_candidate(lanes, [PORT], empty, StitchConfig()).unmatched_ports == 1
+    connectors = junction_connectors(lanes, [PORT], StitchConfig(), CompletionConfig())
+    assert len(connectors) == 1
+    np.testing.assert_allclose(connectors[0, [0, 3]], [[0, 0], [6, 0.5]])
+    completed = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
+    assert check_candidate(completed, [PORT], empty, StitchConfig()).valid
