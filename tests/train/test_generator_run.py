@@ -262,3 +262,17 @@ def test_a_lane_crosses_the_tile_when_its_chord_runs_mostly_across() -> None:
     assert crosses(np.array([[10.0, 32.0], [10.0, 0.0], [12.0, -32.0]]))
     assert not crosses(np.array([[0.0, 0.0], [30.0, 4.0]]))            # along the road
     assert not crosses(np.array([[0.0, 0.0], [3.0, 9.0]]))             # a short turn: 9 < 2 * 3 + 5
+
+
+def test_a_run_with_road_plans_exports_the_corpus_plans_beside_its_weights(tmp_path: Path) -> None:
+    from vectorworld.generation.learned.road_plan import RoadPlans
+
+    tiles, held = _data()
+    config = replace(CONFIG, dit=replace(DIT, border_hints=True))
+    run = run_training(tiles, held, config, tmp_path)
+    plans = RoadPlans.load(tmp_path / LATEST)
+    assert len(plans.keys) == len(tiles["lane_valid"])
+    assert OutpaintModel.load(tmp_path / LATEST).dit.config.border_hints
+    assert "crossing_share" in run.state.curve[-1]
+    plain = run_training(tiles, held, CONFIG, tmp_path / "plain")
+    assert plain.state.stage == "done" and not (tmp_path / "plain" / LATEST / "road_plans.npz").exists()

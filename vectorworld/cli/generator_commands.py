@@ -121,9 +121,14 @@ def register(app: typer.Typer) -> None:
         max_minutes: float = typer.Option(150.0, "--max-minutes", min=0.0, help="Stop (and checkpoint) after."),
         device: str = typer.Option("auto", "--device", help="cpu, cuda or auto (cuda when available)."),
         threads: int = typer.Option(1, "--threads", min=1, help="Torch threads on the CPU."),
+        road_plan: bool = typer.Option(True, "--road-plan/--no-road-plan",
+                                       help="Condition the DiT on where new roads cross the tile's sides "
+                                            "(drawn from the corpus at inference)."),
         seed: int = typer.Option(0, "--seed"),
     ) -> None:
         """Train the whole learned generator (gated VAE, then EGR-DiT with MeanFlow) as one resumable run."""
+        from dataclasses import replace
+
         import torch
 
         from vectorworld.generation.learned.tile_tensors import TileTensors
@@ -134,6 +139,7 @@ def register(app: typer.Typer) -> None:
         try:
             config = RunConfig(vae_steps=vae_steps, dit_steps=dit_steps, batch_size=batch_size, seed=seed,
                                eval_every=eval_every, checkpoint_every_s=checkpoint_minutes * 60.0, device=chosen)
+            config = replace(config, dit=replace(config.dit, border_hints=road_plan))
             tiles = _tiles(data, worlds, seed, config.vae.max_lanes, config.vae.max_agents)
             held = _tiles(heldout, 4, 50_000, config.vae.max_lanes, config.vae.max_agents)
             reference = [TileTensors(**{k: v[i] for k, v in held.items()}) for i in range(len(held["lane_valid"]))]
