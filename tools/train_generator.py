@@ -110,9 +110,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--dit-dim", type=int, default=96)
     parser.add_argument("--dit-depth", type=int, default=4)
-    parser.add_argument("--border-hints", action="store_true",
-                        help="train with the road plan as hints (DiTConfig.border_hints); held-out checks "
-                             "give each tile its own plan")
+    parser.add_argument("--road-plan", action="store_true",
+                        help="condition the DiT on where new roads cross the tile's sides (DiTConfig.border_hints); "
+                             "held-out checks give each tile its own plan, inference draws one (road_plan.py)")
     parser.add_argument("--slot-ranks", action="store_true",
                         help="embed each free token's rank among the free tokens (DiTConfig.slot_ranks)")
     parser.add_argument("--decode-weight", type=float, default=RunConfig.decode_weight,
@@ -147,7 +147,7 @@ def main() -> None:
     variant = VARIANTS[args.variant]
     vae = VAEConfig()
     dit = DiTConfig(dim=args.dit_dim, depth=args.dit_depth, edge_gating=variant.get("edge_gating", True),
-                    slot_ranks=args.slot_ranks, border_hints=args.border_hints)
+                    slot_ranks=args.slot_ranks, border_hints=args.road_plan)
     if args.init_from is not None:  # a fine-tune keeps the checkpoint's architecture
         vae, dit, _ = OutpaintModel.configs(args.init_from)
     elif args.vae_from is not None:  # its VAE, this run's DiT
