@@ -186,15 +186,17 @@ def test_every_end_of_a_stitched_valid_candidate_is_joined_ported_or_on_the_bord
 def test_the_check_counts_what_it_drops_by_reason() -> None:
     """The held-out funnel says why a sample loses its lanes: each dropped lane is counted under one reason."""
     angle = np.linspace(0.0, 1.9 * np.pi, 20)
+    half = np.linspace(0.0, np.pi, 20)
     lanes = np.stack([_line((0.5, 0.0), (31.0, 0.0)),                    # continues port 0: kept
                       _line((0.5, 3.5), (31.0, 3.5)),                    # continues port 1: kept
                       _line((0.6, 3.4), (31.0, 3.3)),                    # the same lane again: duplicate
                       np.stack([-15 + 5 * np.cos(angle), -15 + 5 * np.sin(angle)], -1),   # a loop
                       _line((-5.0, -10.0), (0.0, -14.0)),                # touches nothing: isolated
-                      _line((20.0, -32.0), (20.0, -20.0))])              # from the border to nowhere: spur
+                      _line((20.0, -32.0), (20.0, -20.0)),               # from the border to nowhere: spur
+                      np.stack([10 + 2.5 * np.sin(half), -25 + 2.5 * np.cos(half)], -1)])  # a 2.5 m hairpin
     check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
     assert check.valid and check.keep.tolist() == [0, 1]
-    assert check.pruned == {"duplicate": 1, "looped": 1, "isolated": 1, "spur": 1}
+    assert check.pruned == {"duplicate": 1, "looped": 1, "kinked": 1, "isolated": 1, "spur": 1}
 
 
 def test_lanes_drawn_into_one_point_are_a_knot_not_a_junction() -> None:

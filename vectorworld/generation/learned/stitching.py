@@ -50,6 +50,10 @@ class StitchConfig:
     max_turn_rad: float = 4.0
     """A lane whose heading turns more than this in all (summed along it) is a loop, not a road: dropped
     (U-turns turn pi; a decoded Bézier can curl into a 12 m loop that traffic cannot drive)."""
+    max_mean_curvature: float = 0.25
+    """A lane that bends more on average (mean |curvature|, 1/m) is a kink, not a road: dropped. The city
+    corpus' tightest lane averages 0.22 (a corner of 4.6 m radius); one-step samples have a tail of short
+    lanes curled at 0.5-1.6 that dominated the generated worlds' curvature statistic."""
     short_handle: float = 0.15
     """A Bézier handle shorter than this share of its lane's chord is a hook (the curve turns within its
     last metre), not a heading: stitching takes the heading from the lane's body and lengthens the handle."""
@@ -99,7 +103,8 @@ class CandidateCheck:
     """Lane ends in the largest knot (:attr:`StitchConfig.max_ends_at_point`), 0 when there is none."""
     pruned: dict[str, int] = field(default_factory=dict)
     """Lanes the filter dropped, by reason: ``duplicate`` (of a known or kept lane, or too short), ``looped``,
-    ``isolated`` (touching nothing at either end), ``spur`` (a dangling end, pruned until none is left)."""
+    ``kinked`` (:attr:`StitchConfig.max_mean_curvature`), ``isolated`` (touching nothing at either end),
+    ``spur`` (a dangling end, pruned until none is left)."""
 
     @property
     def valid(self) -> bool:
@@ -233,21 +238,34 @@ def looped_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
     return np.abs(geometry.wrap_angle(np.diff(heading, axis=1))).sum(1) > config.max_turn_rad
 
 
+def kinked_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: lanes (K, P, 2) whose mean |curvature| over the inner vertices exceeds
+    ``max_mean_curvature``."""
+    if len(lanes) == 0:
+        return np.zeros(0, bool)
+    a, b, c = lanes[:, :-2], lanes[:, 1:-1], lanes[:, 2:]
+    ab, bc, ac = (np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1), np.linalg.norm(c - a, axis=-1))
+    cross = np.abs((b - a)[..., 0] * (c - a)[..., 1] - (b - a)[..., 1] * (c - a)[..., 0])
+    return (2.0 * cross / np.maximum(ab * bc * ac, 1e-9)).mean(1) > config.max_mean_curvature
+
+
 def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
                     config: StitchConfig) -> CandidateCheck:
     """Check one candidate's new lanes (K, P, 2) (tile frame) against ports and known lanes.
 
-    Duplicates (of known lanes or of each other), too-short lanes and loops are dropped first. Lanes connected to
+    Duplicates (of known lanes or of each other), too-short lanes, loops and kinks are dropped first. Lanes connected to
     nothing at either end (no port, no other new lane, away from the border) are then dropped as debris,
     and with ``prune_spurs`` every lane with a dangling end; any dangling end left, or a port no lane
     continues, makes the candidate invalid.
     """
     duplicate = duplicate_lanes(lanes, known, config, _touches_required(lanes, ports, config))
     looped = looped_lanes(lanes, config) & ~duplicate
-    keep = np.flatnonzero(~(duplicate | looped))
+    kinked = kinked_lanes(lanes, config) & ~(duplicate | looped)
+    keep = np.flatnonzero(~(duplicate | looped | kinked))
     check, starts_open, ends_open = open_ends(lanes[keep], ports, config)
     dangling, isolated = starts_open | ends_open, starts_open & ends_open
-    pruned = {"duplicate": int(duplicate.sum()), "looped": int(looped.sum()), "isolated": int(isolated.sum()),
+    pruned = {"duplicate": int(duplicate.sum()), "looped": int(looped.sum()),
+              "kinked": int(kinked.sum()), "isolated": int(isolated.sum()),
               "spur": 0}
     if isolated.any():
         keep = keep[~isolated]
