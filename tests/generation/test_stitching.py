@@ -216,3 +216,13 @@ def test_lanes_drawn_into_one_point_are_a_knot_not_a_junction() -> None:
     corner = np.stack([_line((0.0, 0.0), (20.0, 0.0)), _line((20.0, 0.0), (31.0, 0.0)),
                        _line((20.0, 0.0), (25.0, 5.0)), _line((20.0, 0.0), (25.0, -5.0))])
     assert check_candidate(corner, ports[:1], known, StitchConfig()).knotted == 0
+
+
+def test_a_kinked_lane_that_closes_a_port_is_spared() -> None:
+    half = np.linspace(0.0, np.pi, 20)
+    hairpin = np.stack([2.5 * np.sin(half), 2.5 - 2.5 * np.cos(half)], -1)     # leaves port 0, bends back
+    lanes = np.stack([hairpin, _line((0.5, 3.5), (31.0, 3.5))])
+    check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
+    assert check.pruned["kinked"] == 0
+    moved = np.stack([hairpin + [10.0, -20.0], _line((0.5, 3.5), (31.0, 3.5))])   # the same bend elsewhere
+    assert check_candidate(moved, PORTS, KNOWN, StitchConfig()).pruned["kinked"] == 1
