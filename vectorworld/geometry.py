@@ -200,13 +200,13 @@ def box_reach_m(length_m: float, width_m: float, curvature_per_m: float) -> floa
 
 
 def curvature(points: Array) -> Array:
-    """Unsigned curvature (N,) 1/m at each vertex of a polyline (N, 2) (zero at the ends)."""
-    out = np.zeros(len(points))
-    if len(points) < 3:
+    """Unsigned curvature (..., N) 1/m at each vertex of polylines (..., N, 2) (zero at the ends)."""
+    out = np.zeros(points.shape[:-1])
+    if points.shape[-2] < 3:
         return out
-    a, b, c = points[:-2], points[1:-1], points[2:]
+    a, b, c = points[..., :-2, :], points[..., 1:-1, :], points[..., 2:, :]
     ab, bc, ac = (np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1),
                   np.linalg.norm(c - a, axis=-1))
-    cross = np.abs((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0])
-    out[1:-1] = 2.0 * cross / np.maximum(ab * bc * ac, 1e-9)
+    cross = np.abs((b - a)[..., 0] * (c - a)[..., 1] - (b - a)[..., 1] * (c - a)[..., 0])
+    out[..., 1:-1] = 2.0 * cross / np.maximum(ab * bc * ac, 1e-9)
     return out

@@ -50,16 +50,15 @@ def _headings(lanes: np.ndarray, at_end: bool) -> np.ndarray:
     return d / np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), 1e-9)
 
 
-def _drivable(control: np.ndarray, turn: float, config: CompletionConfig) -> bool:
-    """Whether a connector (4, 2) with net heading change ``turn`` lies in the front half of the tile, bends
-    nowhere tighter than the radius and turns in all no more than ``turn`` plus the slack."""
-    pts = bezier_points(control[None], LANE_POINTS)[0]
-    if np.any(np.abs(pts) > HALF_TILE_M + 1e-6) or np.any(pts[:, 0] < -1e-6):
-        return False
-    seg = np.diff(pts, axis=0)
-    total = np.abs(geometry.wrap_angle(np.diff(np.arctan2(seg[:, 1], seg[:, 0])))).sum()
-    return bool(geometry.curvature(pts).max() <= 1.0 / config.min_radius_m
-                and total <= abs(turn) + config.extra_turn_rad)
+def _drivable(controls: np.ndarray, turn: np.ndarray, config: CompletionConfig) -> np.ndarray:
+    """(E,) bool: connectors (E, 4, 2) with net heading changes ``turn`` (E,) that lie in the front half of
+    the tile, bend nowhere tighter than the radius and turn in all no more than ``turn`` plus the slack."""
+    pts = bezier_points(controls, LANE_POINTS)
+    inside = (np.abs(pts) <= HALF_TILE_M + 1e-6).all((1, 2)) & (pts[..., 0] >= -1e-6).all(1)
+    seg = np.diff(pts, axis=1)
+    total = np.abs(geometry.wrap_angle(np.diff(np.arctan2(seg[..., 1], seg[..., 0]), axis=1))).sum(1)
+    return (inside & (geometry.curvature(pts).max(1) <= 1.0 / config.min_radius_m)
+            & (total <= np.abs(turn) + config.extra_turn_rad))
 
 
 def _joints(lanes: np.ndarray, ports: list[FrontierPort], stitch: StitchConfig
@@ -105,21 +104,15 @@ def junction_connectors(lanes: np.ndarray, ports: list[FrontierPort], stitch: St
     ok &= np.where(straight, np.abs(across) <= config.straight_lateral * along + 1.0, across * turn > 0.0)
     ok &= e_open[:, None] | s_open[None]
     kind = np.where(straight, 0, np.sign(turn)).astype(int)
-    chosen: dict[tuple[int, int], np.ndarray] = {}
-
-    def nearest(pairs: list[tuple[int, int]]) -> None:
-        for e, s in sorted(pairs, key=lambda pair: dist[pair]):
-            if (e, s) in chosen:
-                return
-            h = config.handle_share * dist[e, s]
-            control = np.stack([e_xy[e], e_xy[e] + h * a[e], s_xy[s] - h * b[s], s_xy[s]])
-            if _drivable(control, turn[e, s], config):
-                chosen[(e, s)] = control
-                return
-
-    for k in (-1, 0, 1):
-        for e in np.flatnonzero(e_open):
-            nearest([(e, int(s)) for s in np.flatnonzero(ok[e] & (kind[e] == k))])
-        for s in np.flatnonzero(s_open):
-            nearest([(int(e), s) for e in np.flatnonzero(ok[:, s] & (kind[:, s] == k))])
-    return np.array(list(chosen.values()), np.float64).reshape(-1, 4, 2)
+    e, s = np.nonzero(ok)
+    h = (config.handle_share * dist[e, s])[:, None]
+    controls = np.stack([e_xy[e], e_xy[e] + h * a[e], s_xy[s] - h * b[s], s_xy[s]], 1)     # (M, 4, 2)
+    good = _drivable(controls, turn[e, s], config)
+    e, s, controls, k, gap = e[good], s[good], controls[good], kind[e[good], s[good]], dist[e[good], s[good]]
+    chosen: set[int] = set()
+    for joint, is_open in ((e, e_open), (s, s_open)):   # per open joint and turn: the nearest partner
+        for group in np.unique(np.stack([joint, k], 1), axis=0):
+            if is_open[group[0]]:
+                members = np.flatnonzero((joint == group[0]) & (k == group[1]))
+                chosen.add(int(members[np.argmin(gap[members])]))
+    return controls[sorted(chosen)].reshape(-1, 4, 2)

@@ -245,10 +245,7 @@ def kinked_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
     ``max_mean_curvature``."""
     if len(lanes) == 0:
         return np.zeros(0, bool)
-    a, b, c = lanes[:, :-2], lanes[:, 1:-1], lanes[:, 2:]
-    ab, bc, ac = (np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1), np.linalg.norm(c - a, axis=-1))
-    cross = np.abs((b - a)[..., 0] * (c - a)[..., 1] - (b - a)[..., 1] * (c - a)[..., 0])
-    return (2.0 * cross / np.maximum(ab * bc * ac, 1e-9)).mean(1) > config.max_mean_curvature
+    return geometry.curvature(lanes)[:, 1:-1].mean(1) > config.max_mean_curvature
 
 
 def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
