@@ -74,3 +74,20 @@ def test_a_port_no_lane_continues_is_joined_to_the_lane_that_starts_ahead_of_it(
     np.testing.assert_allclose(connectors[0, [0, 3]], [[0, 0], [6, 0.5]])
     completed = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
     assert check_candidate(completed, [PORT], empty, StitchConfig()).valid
+
+
+def test_a_port_lane_drawn_too_short_is_extended_straight_to_the_border() -> None:
+    from vectorworld.generation.learned.junction_completion import extend_port_lanes
+
+    in_port = FrontierPort(index=1, xy=np.array([0.0, 3.5]), yaw=np.pi, is_out=False)
+    lanes = np.stack([_line((0, 0), (32, 0)), _line((7, 3.5), (0, 3.5))])   # the incoming lane starts at x = 7
+    controls = np.stack([np.stack([p[0], p[0] + (p[-1] - p[0]) / 3, p[0] + 2 * (p[-1] - p[0]) / 3, p[-1]])
+                         for p in lanes])
+    empty = KnownLanes(np.zeros((0, 2)), np.zeros(0))
+    assert not check_candidate(lanes, [PORT, in_port], empty, StitchConfig()).valid
+    new_controls, new_lanes = extend_port_lanes(controls, lanes, [PORT, in_port], StitchConfig(), CompletionConfig())
+    np.testing.assert_allclose(new_lanes[1, 0], [32.0, 3.5], atol=1e-9)
+    np.testing.assert_allclose(new_lanes[1, -1], [0.0, 3.5], atol=1e-9)
+    np.testing.assert_allclose(new_lanes[1, :, 1], 3.5, atol=1e-9)                # still straight
+    np.testing.assert_array_equal(new_controls[0], controls[0])                    # a complete lane is untouched
+    assert check_candidate(new_lanes, [PORT, in_port], empty, StitchConfig()).valid

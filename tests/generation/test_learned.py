@@ -135,15 +135,25 @@ def test_generate_picks_valid_candidate_and_stitches_exactly() -> None:
     assert agents.speed[0] == pytest.approx(8.0, abs=1e-4)
 
 
-def test_untrained_model_falls_back() -> None:
+class _NoLaneModel(OutpaintModel):
+    """An untrained model whose samples keep no lane (every existence logit -10)."""
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        decoded["lane_logit"] = torch.full_like(decoded["lane_logit"], -10.0)
+        return decoded, z
+
+
+def test_a_model_whose_samples_keep_no_lane_falls_back() -> None:
     vae = VAEConfig(max_lanes=12, max_agents=8, hidden=16, latent=4)
-    model = OutpaintModel(vae, DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2,
-                                         edge_dim=4)).eval()
-    gen = LearnedTileGenerator(model=model, fallback="test-straight")
+    model = _NoLaneModel(vae, DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2,
+                                        edge_dim=4)).eval()
+    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False)
     content = gen.generate(two_lane_request())
     assert content.used_fallback and gen.last_diagnostics.used_fallback
     assert {a for a, _ in content.links} == {0, 1}
-    again = LearnedTileGenerator(model=model, fallback="test-straight").generate(two_lane_request())
+    again = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False).generate(
+        two_lane_request())
     assert [lane.id for lane in again.lanes] == [lane.id for lane in content.lanes]
 
 

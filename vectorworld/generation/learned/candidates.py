@@ -13,7 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld.generation.learned.bezier import bezier_points, pin_to_ports
-from vectorworld.generation.learned.junction_completion import CompletionConfig, junction_connectors
+from vectorworld.generation.learned.junction_completion import (
+    CompletionConfig,
+    extend_port_lanes,
+    junction_connectors,
+)
 from vectorworld.generation.learned.stitching import (
     CandidateCheck,
     FrontierPort,
@@ -85,6 +89,7 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
             controls = np.concatenate([controls, connectors])
             lanes = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
             slots = np.concatenate([slots, np.full(len(connectors), -1)])
+        controls, lanes = extend_port_lanes(controls, lanes, ports, config, completion)
         check = check_candidate(lanes, ports, known, config)
         if check.valid and accept is not None and not accept(lanes[check.keep]):
             check.dangling += 1  # not acceptable: ranks like an invalid candidate

@@ -7,7 +7,9 @@ that lead there (issue 15: 11 of 17 tiles rejected for an unmatched port kept it
 Completion joins every lane end that touches nothing (and every required out port no lane continues) to the
 nearest lane start of each turn (straight, left, right) that a vehicle can drive to, and every lane start
 that touches nothing (or required in port no lane reaches) from the nearest lane end of each turn: a cubic
-Bézier with its handles along both joints. The candidate, completed, then goes through the filter as before.
+Bézier with its handles along both joints. A port's lane whose far end still touches nothing is then
+extended straight to the border (:func:`extend_port_lanes`). The candidate, completed, then goes through the
+filter as before.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.learned.bezier import bezier_points
-from vectorworld.generation.learned.stitching import FrontierPort, StitchConfig, open_ends
+from vectorworld.generation.learned.stitching import FrontierPort, StitchConfig, exit_distance, open_ends
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
 
 
@@ -116,3 +118,38 @@ def junction_connectors(lanes: np.ndarray, ports: list[FrontierPort], stitch: St
                 members = np.flatnonzero((joint == group[0]) & (k == group[1]))
                 chosen.add(int(members[np.argmin(gap[members])]))
     return controls[sorted(chosen)].reshape(-1, 4, 2)
+
+
+def extend_port_lanes(controls: np.ndarray, lanes: np.ndarray, ports: list[FrontierPort], stitch: StitchConfig,
+                      config: CompletionConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Lanes that close a required port but whose far end touches nothing (a road drawn too short: an
+    incoming lane starting 7 m before its port) are extended straight along their heading to the tile
+    border, up to ``max_gap_m``: their far control point moves to the border, its handle along the heading.
+    Returns the new control points (K, 4, 2) and polylines (K, P, 2)."""
+    if not config.enabled or len(lanes) == 0:
+        return controls, lanes
+    check, starts_open, ends_open = open_ends(lanes, ports, stitch)
+    out = np.array(controls, np.float64, copy=True)
+    changed = False
+    for port, lane in check.port_links:
+        if not ports[port].required:
+            continue
+        at_end = ports[port].is_out                      # an out port's lane must reach on from its end
+        if not (ends_open if at_end else starts_open)[lane]:
+            continue
+        heading = _headings(lanes[lane:lane + 1], at_end)[0] * (1.0 if at_end else -1.0)
+        xy = lanes[lane, -1 if at_end else 0]
+        reach = float(exit_distance(xy[None], np.array([np.arctan2(heading[1], heading[0])]))[0])
+        if not np.isfinite(reach) or reach > config.max_gap_m:
+            continue
+        end, inner = (3, 2) if at_end else (0, 1)
+        target = xy + reach * heading
+        if target[0] < 0.0:
+            continue
+        handle = float(np.linalg.norm(target - out[lane, 3 - end])) / 3.0
+        out[lane, end] = target
+        out[lane, inner] = target - handle * heading
+        changed = True
+    if not changed:
+        return controls, lanes
+    return out, bezier_points(out, LANE_POINTS)
