@@ -123,8 +123,9 @@ def junction_connectors(lanes: np.ndarray, ports: list[FrontierPort], stitch: St
 def extend_port_lanes(controls: np.ndarray, lanes: np.ndarray, ports: list[FrontierPort], stitch: StitchConfig,
                       config: CompletionConfig) -> tuple[np.ndarray, np.ndarray]:
     """Lanes that close a required port but whose far end touches nothing (a road drawn too short: an
-    incoming lane starting 7 m before its port) are extended straight along their heading to the tile
-    border, up to ``max_gap_m``: their far control point moves to the border, its handle along the heading.
+    incoming lane starting 7 m before its port) and head there as their port does (within
+    ``straight_rad``) are extended straight along their heading to the tile border, up to ``max_gap_m``:
+    their far control point moves to the border, its handle along the heading.
     Returns the new control points (K, 4, 2) and polylines (K, P, 2)."""
     if not config.enabled or len(lanes) == 0:
         return controls, lanes
@@ -138,6 +139,9 @@ def extend_port_lanes(controls: np.ndarray, lanes: np.ndarray, ports: list[Front
         if not (ends_open if at_end else starts_open)[lane]:
             continue
         heading = _headings(lanes[lane:lane + 1], at_end)[0] * (1.0 if at_end else -1.0)
+        travel = np.arctan2(heading[1], heading[0]) + (0.0 if at_end else np.pi)
+        if abs(geometry.wrap_angle(travel - ports[port].yaw)) > config.straight_rad:
+            continue                                     # only a road that runs on as its port does
         xy = lanes[lane, -1 if at_end else 0]
         reach = float(exit_distance(xy[None], np.array([np.arctan2(heading[1], heading[0])]))[0])
         if not np.isfinite(reach) or reach > config.max_gap_m:
