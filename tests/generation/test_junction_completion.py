@@ -57,12 +57,13 @@ def test_the_chosen_candidate_marks_its_connectors_with_slot_minus_one() -> None
     prob = np.array([[0.0, 1, 1, 1, 1, 0]])
     frontier = np.array([False, True, True, True, True, True])
     empty = KnownLanes(np.zeros((0, 2)), np.zeros(0))
-    choice = choose_candidate(feat, prob, np.zeros((6, 6), np.float32), frontier, [PORT], empty, StitchConfig())
+    choice = choose_candidate(feat, prob, np.zeros((6, 6), np.float32), frontier, [PORT], empty, StitchConfig(),
+                              completion=CompletionConfig())
     assert choice.valid
     assert choice.slots.tolist() == [1, 2, 3, 4, -1, -1, -1]
-    off = choose_candidate(feat, prob, np.zeros((6, 6), np.float32), frontier, [PORT], empty, StitchConfig(),
-                           completion=CompletionConfig(enabled=False))
-    assert not off.valid
+    for off in (None, CompletionConfig(enabled=False)):
+        assert not choose_candidate(feat, prob, np.zeros((6, 6), np.float32), frontier, [PORT], empty,
+                                    StitchConfig(), completion=off).valid
 
 
 def test_a_port_no_lane_continues_is_joined_to_the_lane_that_starts_ahead_of_it() -> None:
@@ -91,3 +92,13 @@ def test_a_port_lane_drawn_too_short_is_extended_straight_to_the_border() -> Non
     np.testing.assert_allclose(new_lanes[1, :, 1], 3.5, atol=1e-9)                # still straight
     np.testing.assert_array_equal(new_controls[0], controls[0])                    # a complete lane is untouched
     assert check_candidate(new_lanes, [PORT, in_port], empty, StitchConfig()).valid
+
+
+def test_only_a_road_plan_model_is_completed() -> None:
+    from types import SimpleNamespace
+
+    from vectorworld.generation.learned.candidates import completion_of
+    from vectorworld.generation.learned.egr_dit import DiTConfig
+
+    assert completion_of(SimpleNamespace(dit=SimpleNamespace(config=DiTConfig(border_hints=True)))) is not None
+    assert completion_of(SimpleNamespace(dit=SimpleNamespace(config=DiTConfig()))) is None

@@ -137,7 +137,7 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
     road across the tile in the chosen candidate (``crossing_share``) and in the data
     (``data_crossing_share``; road_plan.crosses). ``on_tile(i, tile, decoded, choice)``
     sees every tile's candidates and choice (drawings)."""
-    from vectorworld.generation.learned.candidates import choose_candidate
+    from vectorworld.generation.learned.candidates import choose_candidate, completion_of
     from vectorworld.generation.learned.outpaint import SamplerConfig
     from vectorworld.generation.learned.road_plan import crosses
     from vectorworld.generation.learned.stitching import StitchConfig, lanes_reference
@@ -160,7 +160,7 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
         lane_prob = torch.sigmoid(decoded["lane_logit"]).cpu().numpy()
         known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
         choice = choose_candidate(decoded["lane_feat"].cpu().numpy(), lane_prob, ctx.hints, frontier,
-                                  list(ctx.ports), known, config)
+                                  list(ctx.ports), known, config, completion=completion_of(model))
         new = tile.lane_valid & ~tile.lane_cond
         own = model.vae.decode(model.vae.encode(batch_to_torch(stack_tiles([tile]).as_dict(), device))[0],
                                with_edges=False)["lane_logit"][0].cpu().numpy() > 0.0

@@ -64,6 +64,12 @@ def candidate_order(lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarr
     return np.lexsort((np.arange(len(lane_prob)), -confidence, -ports_kept))
 
 
+def completion_of(model: object) -> CompletionConfig | None:
+    """The junction completion a model's samples get: on for a road-plan model (``DiTConfig.border_hints``),
+    none for older checkpoints."""
+    return CompletionConfig() if model.dit.config.border_hints else None
+
+
 def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarray,
                      ports: list[FrontierPort], known: KnownLanes, config: StitchConfig,
                      threshold: float = 0.5, accept: Callable[[np.ndarray], bool] | None = None,
@@ -73,9 +79,8 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
     lane_feat (C, L, 8), lane_prob (C, L): decoded candidates; hints (L, 6): port hints of the slots;
     frontier (L,) bool: the generated slots; ports / known: the tile's ports and known lanes; ``accept``:
     an extra condition on a valid candidate's kept lanes (n, 20, 2) (the first tile needs a road along +x);
-    ``completion``: junction completion before the filter (default: on, see junction_completion).
+    ``completion``: junction completion before the filter (see junction_completion; None: none).
     """
-    completion = completion or CompletionConfig()
     best: Choice | None = None
     checked = 0
     for c in candidate_order(lane_prob, hints, frontier, threshold):
@@ -84,12 +89,13 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
         finite = np.isfinite(lanes).all((1, 2))
         slots = np.flatnonzero(frontier & finite & (lane_prob[c] > threshold))
         controls, lanes = controls[slots], lanes[slots]
-        connectors = junction_connectors(lanes, ports, config, completion)
-        if len(connectors):
-            controls = np.concatenate([controls, connectors])
-            lanes = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
-            slots = np.concatenate([slots, np.full(len(connectors), -1)])
-        controls, lanes = extend_port_lanes(controls, lanes, ports, config, completion)
+        if completion is not None:
+            connectors = junction_connectors(lanes, ports, config, completion)
+            if len(connectors):
+                controls = np.concatenate([controls, connectors])
+                lanes = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
+                slots = np.concatenate([slots, np.full(len(connectors), -1)])
+            controls, lanes = extend_port_lanes(controls, lanes, ports, config, completion)
         check = check_candidate(lanes, ports, known, config)
         if check.valid and accept is not None and not accept(lanes[check.keep]):
             check.dangling += 1  # not acceptable: ranks like an invalid candidate

@@ -41,7 +41,9 @@ class DiTConfig:
     border_hints: bool = False
     """Hint the road plan too: frontier lanes that enter or leave the front half at a side border get a hint
     at that border (tile_tensors.border_hints). The plan then comes with the context (ground truth in
-    training, a plan prior at inference) instead of being left to the noise."""
+    training, a plan prior at inference) instead of being left to the noise. Such a model's samples are
+    junction-completed before the filter (junction_completion); older checkpoints are filtered as before
+    (with completion, the shipped one ended a learned rollout on an infeasible planner trajectory)."""
     slot_ranks: bool = False
     """Add a learned embedding of each free token's rank among the free tokens of its kind. The data orders
     free lanes by distance from the partition (agents: by |x|); without it the free tokens are exchangeable

@@ -32,7 +32,7 @@ from vectorworld.generation.base import (
     make_generator,
     register_generator,
 )
-from vectorworld.generation.learned.candidates import Choice, choose_candidate
+from vectorworld.generation.learned.candidates import Choice, choose_candidate, completion_of
 from vectorworld.generation.learned.road_plan import RoadPlans, context_key
 from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
 from vectorworld.generation.learned.stitching import (
@@ -314,7 +314,8 @@ class LearnedTileGenerator(TileGenerator):
         for attempt in range(rounds):
             decoded, z = self._sample(ctx, seed + attempt)
             choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
-                                      list(ctx.ports), known, self.stitch_config, self.exist_threshold, accept)
+                                      list(ctx.ports), known, self.stitch_config, self.exist_threshold, accept,
+                                      completion_of(self.model))
             checked += choice.checked
             if choice.valid:
                 break
