@@ -121,9 +121,10 @@ def register(app: typer.Typer) -> None:
         max_minutes: float = typer.Option(150.0, "--max-minutes", min=0.0, help="Stop (and checkpoint) after."),
         device: str = typer.Option("auto", "--device", help="cpu, cuda or auto (cuda when available)."),
         threads: int = typer.Option(1, "--threads", min=1, help="Torch threads on the CPU."),
-        road_plan: bool = typer.Option(True, "--road-plan/--no-road-plan",
+        road_plan: bool = typer.Option(False, "--road-plan/--no-road-plan",
                                        help="Condition the DiT on where new roads cross the tile's sides "
-                                            "(drawn from the corpus at inference)."),
+                                            "(drawn from the corpus at inference; its junctions still jam "
+                                            "rollouts, see README)."),
         seed: int = typer.Option(0, "--seed"),
     ) -> None:
         """Train the whole learned generator (gated VAE, then EGR-DiT with MeanFlow) as one resumable run."""
