@@ -13,6 +13,7 @@ module name ``vectorworld.data.womd_pb2`` baked into its descriptors.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +34,20 @@ GRPC_SERVICES: dict[str, str] = {
     "vectorworld/v1/simulator_service.proto": "sim_server/simulator_service_pb2_grpc.py",
 }
 """Protos with services -> where their ``*_pb2_grpc.py`` goes (outside the core: it imports grpc)."""
+
+_TOOL_VERSIONS = (
+    re.compile(rb"GRPC_GENERATED_VERSION = '[^']*'"),
+    re.compile(rb"# Protobuf Python Version: [^\n]*"),
+    re.compile(rb"(ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.PUBLIC,)\s*\d+,\s*\d+,\s*\d+,"),
+)
+
+
+def without_tool_versions(code: bytes) -> bytes:
+    """Generated code without the generator's version stamps (grpcio-tools / protoc release), which change
+    with every release of the tools and say nothing about whether the code matches its .proto."""
+    for pattern in _TOOL_VERSIONS:
+        code = pattern.sub(lambda m: m.group(1) if m.groups() else b"<version>", code)
+    return code
 
 
 def generate(out_root: Path, protos: dict[str, str] | None = None) -> list[Path]:

@@ -4,6 +4,7 @@ free of grpc."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +32,8 @@ def test_checked_in_generated_code_is_up_to_date(tmp_path: Path) -> None:
     assert len(written) == 2 * len(V1_PROTOS) + 1
     for path in written:
         relative = path.relative_to(tmp_path)
-        assert (ROOT / relative).read_bytes() == path.read_bytes(), \
-            f"{relative} is stale: run python tools/gen_protos.py"
+        assert gen.without_tool_versions((ROOT / relative).read_bytes()) == \
+            gen.without_tool_versions(path.read_bytes()), f"{relative} is stale: run python tools/gen_protos.py"
 
 
 def test_core_imports_no_grpc() -> None:
@@ -67,3 +68,17 @@ def test_buf_style_rules() -> None:
     assert {"session_id", "step", "sim_time_us"} <= set(info)
     stream = service.methods_by_name["StreamSession"]
     assert stream.client_streaming and stream.server_streaming
+
+
+def test_the_freshness_check_ignores_only_the_tools_version_stamps() -> None:
+    gen = _gen_protos_module()
+    stub = (ROOT / "sim_server" / "simulator_service_pb2_grpc.py").read_bytes()
+    other_release = stub.replace(b"GRPC_GENERATED_VERSION = '", b"GRPC_GENERATED_VERSION = '9.")
+    assert other_release != stub
+    assert gen.without_tool_versions(other_release) == gen.without_tool_versions(stub)
+    renamed = stub.replace(b"def Step(", b"def Stepp(", 1)
+    assert renamed != stub and gen.without_tool_versions(renamed) != gen.without_tool_versions(stub)
+    message = (ROOT / "vectorworld" / "v1" / "world_pb2.py").read_bytes()
+    newer_protoc = re.sub(rb"Domain\.PUBLIC,\s*\d+,", b"Domain.PUBLIC,\n    8,", message)
+    assert newer_protoc != message
+    assert gen.without_tool_versions(newer_protoc) == gen.without_tool_versions(message)
