@@ -20,7 +20,14 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.learned.bezier import bezier_points
-from vectorworld.generation.learned.stitching import FrontierPort, StitchConfig, exit_distance, open_ends
+from vectorworld.generation.learned.stitching import (
+    FrontierPort,
+    StitchConfig,
+    end_yaws,
+    exit_distance,
+    open_ends,
+    total_turn,
+)
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
 
 
@@ -28,7 +35,6 @@ from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
 class CompletionConfig:
     """Which open end / open start pairs get a connector."""
 
-    enabled: bool = True
     min_gap_m: float = 2.0
     max_gap_m: float = 40.0
     straight_rad: float = 0.5
@@ -47,9 +53,9 @@ class CompletionConfig:
 
 
 def _headings(lanes: np.ndarray, at_end: bool) -> np.ndarray:
-    """Unit direction of travel (K, 2) at the starts or ends of polylines (K, P, 2)."""
-    d = lanes[:, -1] - lanes[:, -2] if at_end else lanes[:, 1] - lanes[:, 0]
-    return d / np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), 1e-9)
+    """Unit direction of travel (K, 2) at the starts or ends of polylines (K, P, 2), as the filter reads it."""
+    yaw = end_yaws(lanes, at_end)
+    return np.stack([np.cos(yaw), np.sin(yaw)], -1)
 
 
 def _drivable(controls: np.ndarray, turn: np.ndarray, config: CompletionConfig) -> np.ndarray:
@@ -57,10 +63,8 @@ def _drivable(controls: np.ndarray, turn: np.ndarray, config: CompletionConfig) 
     the tile, bend nowhere tighter than the radius and turn in all no more than ``turn`` plus the slack."""
     pts = bezier_points(controls, LANE_POINTS)
     inside = (np.abs(pts) <= HALF_TILE_M + 1e-6).all((1, 2)) & (pts[..., 0] >= -1e-6).all(1)
-    seg = np.diff(pts, axis=1)
-    total = np.abs(geometry.wrap_angle(np.diff(np.arctan2(seg[..., 1], seg[..., 0]), axis=1))).sum(1)
     return (inside & (geometry.curvature(pts).max(1) <= 1.0 / config.min_radius_m)
-            & (total <= np.abs(turn) + config.extra_turn_rad))
+            & (total_turn(pts) <= np.abs(turn) + config.extra_turn_rad))
 
 
 def _joints(lanes: np.ndarray, ports: list[FrontierPort], stitch: StitchConfig
@@ -89,7 +93,7 @@ def junction_connectors(lanes: np.ndarray, ports: list[FrontierPort], stitch: St
     lane end (or required out port no lane continues) to the nearest lane start of each turn it can drive,
     and into every open lane start (or unreached required in port) from the nearest lane end of each turn
     (see the module)."""
-    if not config.enabled or len(lanes) == 0:
+    if len(lanes) == 0:
         return np.zeros((0, 4, 2))
     (e_xy, a, e_open, e_owner), (s_xy, b, s_open, s_owner) = _joints(lanes, ports, stitch)
     if not (e_open.any() or s_open.any()):
@@ -127,7 +131,7 @@ def extend_port_lanes(controls: np.ndarray, lanes: np.ndarray, ports: list[Front
     ``straight_rad``) are extended straight along their heading to the tile border, up to ``max_gap_m``:
     their far control point moves to the border, its handle along the heading.
     Returns the new control points (K, 4, 2) and polylines (K, P, 2)."""
-    if not config.enabled or len(lanes) == 0:
+    if len(lanes) == 0:
         return controls, lanes
     check, starts_open, ends_open = open_ends(lanes, ports, stitch)
     out = np.array(controls, np.float64, copy=True)

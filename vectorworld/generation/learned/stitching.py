@@ -126,7 +126,7 @@ class KnownLanes:
     headings: np.ndarray
 
 
-def _end_yaws(lanes: np.ndarray, at_end: bool) -> np.ndarray:
+def end_yaws(lanes: np.ndarray, at_end: bool) -> np.ndarray:
     """Heading (K,) at the start or end of fixed-size polylines (K, P, 2)."""
     d = lanes[:, -1] - lanes[:, -3] if at_end else lanes[:, 2] - lanes[:, 0]
     return np.arctan2(d[:, 1], d[:, 0])
@@ -235,9 +235,14 @@ def looped_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
     """(K,) bool: lanes (K, P, 2) whose heading turns more than ``max_turn_rad`` in all."""
     if len(lanes) == 0:
         return np.zeros(0, bool)
+    return total_turn(lanes) > config.max_turn_rad
+
+
+def total_turn(lanes: np.ndarray) -> np.ndarray:
+    """How much polylines (K, P, 2) turn in all (K,) rad: the summed |heading change| between segments."""
     seg = np.diff(lanes, axis=1)
     heading = np.arctan2(seg[..., 1], seg[..., 0])
-    return np.abs(geometry.wrap_angle(np.diff(heading, axis=1))).sum(1) > config.max_turn_rad
+    return np.abs(geometry.wrap_angle(np.diff(heading, axis=1))).sum(1)
 
 
 def kinked_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
@@ -317,7 +322,7 @@ def open_ends(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
         check.unmatched_ports = sum(p.required for p in ports)
         return check, np.zeros(0, bool), np.zeros(0, bool)
     starts, ends = kept[:, 0], kept[:, -1]
-    start_yaw, end_yaw = _end_yaws(kept, False), _end_yaws(kept, True)
+    start_yaw, end_yaw = end_yaws(kept, False), end_yaws(kept, True)
     tol = config.connect_yaw_rad
     start_used, end_used = np.zeros(n, bool), np.zeros(n, bool)
     if ports:
@@ -455,7 +460,7 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
             end_xy = kept[lane][3 if at_end else 0]
             back = 0.0 if at_end else np.pi
             # The filter's verdict (on the polyline's end heading), so an end it let pass always reaches the border.
-            seen = _end_yaws(bezier_points(kept[lane][None], LANE_POINTS), at_end) + back
+            seen = end_yaws(bezier_points(kept[lane][None], LANE_POINTS), at_end) + back
             if not at_border(end_xy[None], seen, config)[0]:
                 continue
             yaw = float(np.arctan2(tangents[0][1], tangents[0][0])) + back
