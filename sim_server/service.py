@@ -138,6 +138,10 @@ class SimulatorServicer:
             if ":" in config.planner and not self.config.allow_plugin_planners:
                 raise ConfigError(f"config.planner {config.planner!r}: plug-in planners are disabled on "
                                   f"this server; use a built-in planner name such as 'idm'")
+            if ":" in config.generator and config.generator != self.config.session_defaults.generator:
+                raise ConfigError(f"config.generator {config.generator[:200]!r}: a checkpoint is chosen by the "
+                                  f"server (vectorworld serve --generator NAME:CHECKPOINT); send a generator name "
+                                  f"such as 'learned'")
             config = self._confine_scenario(config)
             encoder = ObservationEncoder.from_request(request.lane_delivery, request.agent_layout,
                                                       request.history_delivery)

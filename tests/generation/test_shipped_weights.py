@@ -45,6 +45,18 @@ def test_registered_learned_generator_is_deterministic_per_seed() -> None:
             assert np.linalg.norm(by_id[new].points[0] - ports[known]) <= 0.01
 
 
+def test_a_generator_spec_names_its_checkpoint(tmp_path) -> None:  # noqa: ANN001
+    from vectorworld.errors import ConfigError
+
+    gen = make_generator(f"learned:{WEIGHTS_DIR}")
+    assert isinstance(gen, LearnedTileGenerator) and gen.checkpoint == WEIGHTS_DIR
+    for spec, words in ((f"learned:{tmp_path / 'none'}", "does not exist"), ("procedural:x", "takes no checkpoint"),
+                        ("nope:x", "unknown name 'nope'")):
+        with pytest.raises(ConfigError, match=words) as info:
+            make_generator(spec)
+        assert info.value.field == "generator"
+
+
 def test_one_step_sampling_generates_frontier_lanes() -> None:
     """The one-step map u(z_1, 0, 1) is trained (the old checkpoint decoded almost no frontier lane there)."""
     import torch

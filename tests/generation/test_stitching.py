@@ -10,8 +10,10 @@ from vectorworld.generation.learned.stitching import (
     FrontierPort,
     StitchConfig,
     at_border,
+    check_and_stitch,
     check_candidate,
     dense_reference,
+    kinked_lanes,
     stitch,
 )
 
@@ -226,3 +228,31 @@ def test_a_kinked_lane_that_closes_a_port_is_spared() -> None:
     assert check.pruned["kinked"] == 0
     moved = np.stack([hairpin + [10.0, -20.0], _line((0.5, 3.5), (31.0, 3.5))])   # the same bend elsewhere
     assert check_candidate(moved, PORTS, KNOWN, StitchConfig()).pruned["kinked"] == 1
+
+
+IN_PORTS = [FrontierPort(0, np.array([0.0, 10.2]), np.pi, False), FrontierPort(1, np.array([0.0, 13.6]), np.pi, False)]
+IN_KNOWN = dense_reference([_line((0.0, 10.2), (-30.0, 10.2)), _line((0.0, 13.6), (-30.0, 13.6))])
+ARRIVING = np.array([[32.0, 11.0], [22.0, 11.0], [12.0, 11.0], [2.5, 11.0]])      # into port 0
+STUB = np.array([[3.9, 12.3], [2.1, 12.2], [1.2, 13.5], [0.0, 13.6]])             # its end overlaps the stub's start
+FROM_ABOVE = np.array([[0.5, 32.0], [0.5, 25.0], [3.0, 14.0], [0.0, 13.6]])       # another lane into port 1
+
+
+def test_a_lane_that_stitching_bends_into_a_hairpin_is_dropped() -> None:
+    """The stub passes the check (a gentle 4 m lane into port 1, its start joined to the arriving lane's end),
+    but stitching moves its start onto port 0, 3.4 m beside its end: a hairpin. It is dropped, and the
+    candidate stays valid because another lane closes port 1."""
+    controls = np.stack([ARRIVING, STUB, FROM_ABOVE])
+    lanes = bezier_points(controls)
+    config = StitchConfig()
+    plain = check_candidate(lanes, IN_PORTS, IN_KNOWN, config)
+    assert plain.valid and 1 in plain.keep
+    assert kinked_lanes(np.array(stitch(controls, plain, IN_PORTS, config)), config).tolist() == [False, True, False]
+    check, stitched = check_and_stitch(controls, lanes, IN_PORTS, IN_KNOWN, config)
+    assert check.valid and check.keep.tolist() == [0, 2] and check.pruned["bent"] == 1
+    assert len(stitched) == 2 and not kinked_lanes(np.array(stitched), config).any()
+
+
+def test_a_bent_lane_is_not_spared_for_closing_a_port() -> None:
+    controls = np.stack([ARRIVING, STUB])
+    check, stitched = check_and_stitch(controls, bezier_points(controls), IN_PORTS, IN_KNOWN, StitchConfig())
+    assert not check.valid and check.unmatched_ports == 1 and stitched == []

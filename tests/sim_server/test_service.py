@@ -137,13 +137,14 @@ def test_invalid_commands_name_the_field(client: SimClient, stub) -> None:  # no
 
 
 def test_invalid_configs_name_the_field(stub) -> None:  # noqa: ANN001
-    cases = {"target_km": session_pb2.SessionConfig(target_km=-1.0),
-             "observation_radius_m": session_pb2.SessionConfig(observation_radius_m=float("nan")),
-             "generator": session_pb2.SessionConfig(generator="no-such-generator"),
-             "planner": session_pb2.SessionConfig(planner="os:system"),
-             "scenario": session_pb2.SessionConfig(scenario="womd:/etc/passwd"),
-             "max_steps": session_pb2.SessionConfig(max_steps=0)}
-    for field_name, config in cases.items():
+    cases = [("target_km", session_pb2.SessionConfig(target_km=-1.0)),
+             ("observation_radius_m", session_pb2.SessionConfig(observation_radius_m=float("nan"))),
+             ("generator", session_pb2.SessionConfig(generator="no-such-generator")),
+             ("generator", session_pb2.SessionConfig(generator="learned:/etc")),  # the server picks checkpoints
+             ("planner", session_pb2.SessionConfig(planner="os:system")),
+             ("scenario", session_pb2.SessionConfig(scenario="womd:/etc/passwd")),
+             ("max_steps", session_pb2.SessionConfig(max_steps=0))]
+    for field_name, config in cases:
         with pytest.raises(grpc.RpcError) as info:
             stub.CreateSession(pb.CreateSessionRequest(config=config))
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, field_name

@@ -21,6 +21,8 @@ app.add_typer(dataset_app, name="dataset")
 SOURCE_FORMS = ("womd:FILE[#N|#ID], womd-example:FILE[#N|#ID], nuplan:LOG.db[#SCENE], gpudrive:SCENE.json, "
                 "scenarionet:DIR_OR_PKL[#N|#NAME] or a plain path (format detected)")
 """How every command that takes a scenario source spells it (vectorworld.data.sources parses them all)."""
+GENERATOR_FORMS = "procedural | learned | learned:CHECKPOINT_DIR"
+"""How every command that takes a tile generator spells it (vectorworld.generation.make_generator)."""
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

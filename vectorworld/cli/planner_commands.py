@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from vectorworld.cli.groups import bad_input, eval_app, fail
+from vectorworld.cli.groups import GENERATOR_FORMS, bad_input, eval_app, fail
 from vectorworld.errors import ConfigError, VectorWorldError
 
 
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         km: float = typer.Option(1.0, "--km", help="Target distance per episode."),
         seed: int = typer.Option(0, "--seed"),
         npc: str = typer.Option("deltasim", "--npc", help="NPC policy of every episode."),
-        generator: str = typer.Option("procedural", "--generator", help="Tile generator of every episode."),
+        generator: str = typer.Option("procedural", "--generator", help=f"Tile generator: {GENERATOR_FORMS}."),
         workers: int = typer.Option(1, "--workers", help="Local worker processes per planner batch."),
         out: Path | None = typer.Option(None, "--out", help="Report directory: one batch per planner + plots."),
         as_json: bool = typer.Option(False, "--json", help="Print only the JSON (one object per planner)."),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from vectorworld.cli.groups import bad_input, eval_app
+from vectorworld.cli.groups import GENERATOR_FORMS, bad_input, eval_app
 from vectorworld.errors import VectorWorldError
 
 REALISM_FLAGS = {"worlds": "--worlds", "seconds": "--seconds", "every_s": "--every", "npc_policy": "--npc"}
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
     def eval_realism_cmd(
         reference: str = typer.Option(DEFAULT_REFERENCE, "--reference",
                                       help="Real tiles: womd:GLOB, nuplan:DB or a `dataset build` folder."),
-        generator: str = typer.Option("procedural", "--generator", help="The tile generator to judge."),
+        generator: str = typer.Option("procedural", "--generator", help=f"Generator to judge: {GENERATOR_FORMS}."),
         worlds: int = typer.Option(8, "--worlds", min=1, help="Generated worlds (seeds --seed ...)."),
         seconds: float = typer.Option(60.0, "--seconds", help="Simulated seconds driven per world."),
         every: float = typer.Option(5.0, "--every", help="Seconds between snapshots."),

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from policies import DEFAULT_NPC_POLICY
-from vectorworld.cli.groups import SOURCE_FORMS, bad_input, fail
+from vectorworld.cli.groups import GENERATOR_FORMS, SOURCE_FORMS, bad_input, fail
 from vectorworld.errors import VectorWorldError
 
 
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         record: Path | None = typer.Option(None, "--record", help="Write a recording for the debugger."),
         npc: str = typer.Option(DEFAULT_NPC_POLICY, "--npc", help="NPC policy: deltasim | idm | constant-velocity."),
         planner: str = typer.Option("idm", "--planner", help="Ego planner: idm | module:Class."),
-        generator: str = typer.Option("procedural", "--generator", help="Tile generator."),
+        generator: str = typer.Option("procedural", "--generator", help=f"Tile generator: {GENERATOR_FORMS}."),
         max_steps: int | None = typer.Option(None, "--max-steps", help="Step limit per episode."),
         scenario: str | None = typer.Option(None, "--scenario", help=f"Start from a log: {SOURCE_FORMS}; "
                                             "the world outpaints past its map."),

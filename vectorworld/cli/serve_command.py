@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from policies import DEFAULT_NPC_POLICY
-from vectorworld.cli.groups import bad_input, fail
+from vectorworld.cli.groups import GENERATOR_FORMS, bad_input, fail
 from vectorworld.errors import VectorWorldError
 
 SERVE_FLAGS = {"host": "--host", "port": "--port", "http_port": "--http-port", "token": "--token",
@@ -56,7 +56,8 @@ def register(app: typer.Typer) -> None:
         idle_timeout: float = typer.Option(600.0, "--idle-timeout",
                                            help="Close sessions idle for this many seconds."),
         grace: float = typer.Option(10.0, "--grace", help="Seconds in-flight calls get at shutdown."),
-        generator: str = typer.Option("procedural", "--generator", help="Default tile generator."),
+        generator: str = typer.Option("procedural", "--generator", help=f"Default tile generator: {GENERATOR_FORMS} "
+                                     "(clients send names; a checkpoint is the server's)."),
         npc: str = typer.Option(DEFAULT_NPC_POLICY, "--npc", help="Default NPC policy."),
         scenario_dir: Path | None = typer.Option(None, "--scenario-dir",
                                                  help="Directory of logs clients may start scenarios from."),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from policies import DEFAULT_NPC_POLICY
-from vectorworld.cli.groups import SOURCE_FORMS, bad_input, fail
+from vectorworld.cli.groups import GENERATOR_FORMS, SOURCE_FORMS, bad_input, fail
 from vectorworld.errors import VectorWorldError
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
                                          help="Bearer token for --connect."),
         drive: bool = typer.Option(False, "--drive", help="Drive a local session with the arrow keys."),
         seed: int = typer.Option(0, "--seed", help="Seed of the --drive session."),
-        generator: str = typer.Option("procedural", "--generator", help="Tile generator for --drive."),
+        generator: str = typer.Option("procedural", "--generator", help=f"Generator for --drive: {GENERATOR_FORMS}."),
         npc: str = typer.Option(DEFAULT_NPC_POLICY, "--npc", help="NPC policy for --drive."),
         km: float = typer.Option(5.0, "--km", help="Target distance of the --drive episode (km)."),
         scenario: str | None = typer.Option(None, "--scenario",

@@ -158,12 +158,25 @@ def register_generator(name: str) -> Callable[[Callable[..., TileGenerator]], Ca
     return wrap
 
 
-def make_generator(name: str, **kwargs: object) -> TileGenerator:
-    """Build a registered generator by name; raises ConfigError for an unknown name."""
+def make_generator(spec: str, **kwargs: object) -> TileGenerator:
+    """Build a registered generator from ``NAME`` or ``NAME:CHECKPOINT`` (a generator with weights, e.g.
+    ``learned:runs/gen/run/latest``: that checkpoint folder instead of the shipped one). Raises ConfigError
+    (field ``generator``) for an unknown name, a checkpoint the generator does not take, or a missing folder."""
+    import inspect
+    from pathlib import Path
+
     from vectorworld.errors import ConfigError
     from vectorworld.generation import available_generators, load_generator_module
 
+    name, sep, checkpoint = spec.partition(":")
     if not load_generator_module(name):
-        raise ConfigError(f"unknown generator {name!r}; choose one of {available_generators()}")
-    return GENERATORS[name](**kwargs)
-
+        raise ConfigError(f"generator: unknown name {name!r}; choose one of {available_generators()}, "
+                          f"optionally as NAME:CHECKPOINT", field="generator")
+    factory = GENERATORS[name]
+    if sep:
+        if "checkpoint" not in inspect.signature(factory).parameters:
+            raise ConfigError(f"generator: {name!r} takes no checkpoint, got {spec!r}", field="generator")
+        if not Path(checkpoint).is_dir():
+            raise ConfigError(f"generator: checkpoint folder {checkpoint!r} does not exist", field="generator")
+        kwargs["checkpoint"] = checkpoint
+    return factory(**kwargs)

@@ -23,7 +23,7 @@ from vectorworld.generation.learned.stitching import (
     FrontierPort,
     KnownLanes,
     StitchConfig,
-    check_candidate,
+    check_and_stitch,
 )
 from vectorworld.generation.learned.tile_tensors import LANE_POINTS, lane_control_points
 
@@ -32,8 +32,8 @@ from vectorworld.generation.learned.tile_tensors import LANE_POINTS, lane_contro
 class Choice:
     """The chosen candidate: its index, the frontier slots it keeps (``slots[check.keep]`` are the kept
     lanes' slots; -1 for a connector added by junction completion), their decoded, pinned Bézier control
-    points (n, 4, 2) and polylines (n, 20, 2) m before the filter, the check, and how many candidates were
-    checked / were valid."""
+    points (n, 4, 2) and polylines (n, 20, 2) m before the filter, the check, the kept lanes stitched (one
+    polyline per ``check.keep``; none when invalid), and how many candidates were checked."""
 
     index: int
     slots: np.ndarray
@@ -41,6 +41,7 @@ class Choice:
     lanes: np.ndarray
     check: CandidateCheck
     checked: int
+    stitched: list[np.ndarray]
 
     @property
     def valid(self) -> bool:
@@ -88,21 +89,35 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
         controls, lanes = decode_lanes(lane_feat[c], hints)
         finite = np.isfinite(lanes).all((1, 2))
         slots = np.flatnonzero(frontier & finite & (lane_prob[c] > threshold))
-        controls, lanes = controls[slots], lanes[slots]
-        if completion is not None:
-            connectors = junction_connectors(lanes, ports, config, completion)
-            if len(connectors):
-                controls = np.concatenate([controls, connectors])
-                lanes = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
-                slots = np.concatenate([slots, np.full(len(connectors), -1)])
-            controls, lanes = extend_port_lanes(controls, lanes, ports, config, completion)
-        check = check_candidate(lanes, ports, known, config)
-        if check.valid and accept is not None and not accept(lanes[check.keep]):
-            check.dangling += 1  # not acceptable: ranks like an invalid candidate
-        choice = Choice(int(c), slots, controls, lanes, check, checked)
-        if check.valid:
+        choice = _judge(int(c), slots, controls[slots], lanes[slots], ports, known, config, completion, checked)
+        if not choice.valid and completion is not None and len(choice.check.bent):
+            # a decoded lane stitched into a kink left a port open: complete the junction without it
+            choice = _judge(int(c), slots, controls[slots], lanes[slots], ports, known, config, completion, checked,
+                            choice.check.bent)
+        if choice.valid and accept is not None and not accept(choice.lanes[choice.check.keep]):
+            choice.check.dangling += 1  # not acceptable: ranks like an invalid candidate
+        if choice.valid:
             return choice
-        if best is None or check.score() > best.check.score():
+        if best is None or choice.check.score() > best.check.score():
             best = choice
     assert best is not None
-    return Choice(best.index, best.slots, best.controls, best.lanes, best.check, checked)
+    return Choice(best.index, best.slots, best.controls, best.lanes, best.check, checked, best.stitched)
+
+
+def _judge(index: int, slots: np.ndarray, controls: np.ndarray, lanes: np.ndarray, ports: list[FrontierPort],
+           known: KnownLanes, config: StitchConfig, completion: CompletionConfig | None, checked: int,
+           bent: np.ndarray | None = None) -> Choice:
+    """One candidate's decoded lanes (slots (n,), controls (n, 4, 2), polylines (n, 20, 2)), completed at its
+    junctions (``completion``), checked and stitched; ``bent``: decoded lanes left out (a second try)."""
+    if completion is not None:
+        live = np.setdiff1d(np.arange(len(lanes)), [] if bent is None else bent)
+        connectors = junction_connectors(lanes[live], ports, config, completion)
+        controls, lanes = np.array(controls, np.float64), np.array(lanes, np.float64)
+        if len(connectors):
+            controls = np.concatenate([controls, connectors])
+            lanes = np.concatenate([lanes, bezier_points(connectors, LANE_POINTS)])
+            slots = np.concatenate([slots, np.full(len(connectors), -1)])
+            live = np.concatenate([live, np.arange(len(lanes) - len(connectors), len(lanes))])
+        controls[live], lanes[live] = extend_port_lanes(controls[live], lanes[live], ports, config, completion)
+    check, stitched = check_and_stitch(controls, lanes, ports, known, config, bent)
+    return Choice(index, slots, controls, lanes, check, checked, stitched)

@@ -40,7 +40,6 @@ from vectorworld.generation.learned.stitching import (
     KnownLanes,
     StitchConfig,
     lanes_reference,
-    stitch,
 )
 from vectorworld.generation.learned.tile_context import TileContext, build_context, with_plan
 from vectorworld.generation.learned.tile_tensors import (
@@ -243,7 +242,7 @@ class LearnedTileGenerator(TileGenerator):
         finally:
             torch.set_num_threads(threads)
         check = choice.check
-        stitched = stitch(choice.controls, check, [], self.stitch_config)
+        stitched = choice.stitched
         content, diag = self._assemble(request, ctx, choice.lanes[check.keep], stitched, check,
                                        edge_types,
                                        decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
@@ -295,7 +294,7 @@ class LearnedTileGenerator(TileGenerator):
             torch.set_num_threads(threads)
         check = choice.check
         raw = choice.lanes[check.keep]
-        stitched = stitch(choice.controls, check, list(ctx.ports), self.stitch_config)
+        stitched = choice.stitched
         c = choice.index
         content, diag = self._assemble(request, ctx, raw, stitched, check, edge_types,
                                        decoded["agent_feat"][c], decoded["agent_prob"][c])

@@ -103,10 +103,13 @@ class CandidateCheck:
     dangling: int = 0
     knotted: int = 0
     """Lane ends in the largest knot (:attr:`StitchConfig.max_ends_at_point`), 0 when there is none."""
+    bent: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    """Checked lanes that stitching bent into a kink, dropped (:func:`check_and_stitch`)."""
     pruned: dict[str, int] = field(default_factory=dict)
     """Lanes the filter dropped, by reason: ``duplicate`` (of a known or kept lane, or too short), ``looped``,
     ``kinked`` (:attr:`StitchConfig.max_mean_curvature`), ``isolated`` (touching nothing at either end),
-    ``spur`` (a dangling end, pruned until none is left)."""
+    ``spur`` (a dangling end, pruned until none is left), and ``bent`` by stitching into a kink
+    (:func:`check_and_stitch`)."""
 
     @property
     def valid(self) -> bool:
@@ -283,6 +286,30 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
     check.pruned = pruned
     check.knotted = knot_size(lanes[keep], config)
     return check
+
+
+def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
+                     config: StitchConfig, bent: np.ndarray | None = None) -> tuple[CandidateCheck, list[np.ndarray]]:
+    """:func:`check_candidate`, then (valid) :func:`stitch`: the check and the stitched kept lanes ([] when
+    invalid). A lane that stitching bends into a kink is dropped and the rest checked again, until no stitched
+    lane is kinked or the candidate fails: moving a short lane's ends onto joints metres away (a port and the
+    node of lanes it overlaps) can fold it into a hairpin that the check of the decoded lane, before stitching,
+    cannot see. Such lanes count as ``bent`` in ``check.pruned``, whether or not they close a port; ``bent``
+    may name lanes dropped so before (a second try)."""
+    bent = np.zeros(0, int) if bent is None else np.asarray(bent, int)
+    allowed = np.setdiff1d(np.arange(len(lanes)), bent)
+    while True:
+        check = check_candidate(lanes[allowed], ports, known, config)
+        check.keep, check.bent = allowed[check.keep], bent
+        check.pruned["bent"] = len(bent)
+        if not check.valid:
+            return check, []
+        stitched = stitch(controls, check, ports, config)
+        kinked = kinked_lanes(np.array(stitched).reshape(-1, LANE_POINTS, 2), config)
+        if not kinked.any():
+            return check, stitched
+        bent = np.concatenate([bent, check.keep[kinked]])
+        allowed = np.setdiff1d(allowed, bent)
 
 
 def knot_size(lanes: np.ndarray, config: StitchConfig) -> int:
