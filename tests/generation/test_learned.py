@@ -56,6 +56,18 @@ def test_context_holds_known_lanes_and_ports() -> None:
     np.testing.assert_allclose(ctx.hints[3], [1, 0, 0, 3.5 / 32, 1, 0], atol=1e-6)
 
 
+def test_the_filter_sees_every_known_lane_in_the_square_not_only_the_condition_slots() -> None:
+    """With 4 condition slots (max_lanes 8) the model sees the two port lanes and the nearest two of four
+    roads crossing the front half; the filter checks new lanes against all six."""
+    request = two_lane_request()
+    frame = request.frame
+    for k, x in enumerate((6.0, 12.0, 18.0, 24.0)):
+        request.graph.add([Lane(10 + k, frame.to_global(np.stack([np.full(9, x), np.linspace(-32, 32, 9)], -1)))])
+    ctx = build_context(request, max_lanes=8, max_agents=8)
+    assert len(ctx.known_ids) == 4 and ctx.filter_lanes().shape == (6, LANE_POINTS, 2)
+    assert sorted(np.round(ctx.filter_lanes()[:, 0, 0], 3).tolist()) == [-32.0, -32.0, 6.0, 12.0, 18.0, 24.0]
+
+
 class _ScriptedVAE(torch.nn.Module):
     def __init__(self, config: VAEConfig, edges: torch.Tensor) -> None:
         super().__init__()

@@ -12,6 +12,7 @@ from vectorworld.generation.learned.stitching import (
     at_border,
     check_and_stitch,
     check_candidate,
+    crossing_lanes,
     dense_reference,
     kinked_lanes,
     stitch,
@@ -198,7 +199,7 @@ def test_the_check_counts_what_it_drops_by_reason() -> None:
                       np.stack([10 + 2.5 * np.sin(half), -25 + 2.5 * np.cos(half)], -1)])  # a 2.5 m hairpin
     check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
     assert check.valid and check.keep.tolist() == [0, 1]
-    assert check.pruned == {"duplicate": 1, "looped": 1, "kinked": 1, "isolated": 1, "spur": 1}
+    assert check.pruned == {"duplicate": 1, "looped": 1, "kinked": 1, "crossing": 0, "isolated": 1, "spur": 1}
 
 
 def test_lanes_drawn_into_one_point_are_a_knot_not_a_junction() -> None:
@@ -256,3 +257,30 @@ def test_a_bent_lane_is_not_spared_for_closing_a_port() -> None:
     controls = np.stack([ARRIVING, STUB])
     check, stitched = check_and_stitch(controls, bezier_points(controls), IN_PORTS, IN_KNOWN, StitchConfig())
     assert not check.valid and check.unmatched_ports == 1 and stitched == []
+
+
+def test_a_lane_across_a_known_road_is_dropped_and_one_that_meets_it_at_its_end_is_not() -> None:
+    """A neighbour's road runs across the front half at x = 15. A lane across it is dropped; a collinear
+    continuation of a known lane and a lane ending on the road are not crossings."""
+    side_road = _line((15.0, -32.0), (15.0, 32.0))
+    known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0)), _line((-30.0, 3.5), (0.0, 3.5)), side_road])
+    across = _line((0.0, 0.0), (31.0, 0.0))
+    onto = _line((0.0, 3.5), (15.0, 3.5))
+    config = StitchConfig()
+    assert crossing_lanes(np.stack([across, onto]), known, config).tolist() == [True, False]
+    assert not crossing_lanes(np.stack([across]), dense_reference([_line((-30.0, 0.0), (0.0, 0.0))]), config).any()
+    check = check_candidate(np.stack([across, onto]), PORTS, known, config)
+    assert check.pruned["crossing"] == 1 and check.keep.tolist() == [1]
+    assert check.unmatched_ports == 1 and not check.valid      # port 0 had only the lane across the road
+
+
+def test_a_lane_that_stitching_extends_across_a_known_road_is_dropped() -> None:
+    """The lane stops 10 m short of the border, so stitching extends it there -- across a neighbour's road at
+    x = 28 that the decoded lane never touched."""
+    port = PORTS[:1]
+    known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0)), _line((28.0, -32.0), (28.0, 32.0))])
+    short = np.array([[0.0, 0.0], [7.0, 0.0], [15.0, 0.0], [22.0, 0.0]])
+    lanes = bezier_points(short[None])
+    assert check_candidate(lanes, port, known, StitchConfig()).valid
+    check, stitched = check_and_stitch(short[None], lanes, port, known, StitchConfig())
+    assert check.pruned["bent"] == 1 and not check.valid and stitched == []

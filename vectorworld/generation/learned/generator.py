@@ -283,7 +283,7 @@ class LearnedTileGenerator(TileGenerator):
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
         try:
-            known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
+            known = lanes_reference(ctx.filter_lanes())
             choice, checked, decoded, z = self._sample_until_valid(ctx, seed, self.rounds, ~ctx.tiles.lane_cond,
                                                                    known)
             if not choice.valid:

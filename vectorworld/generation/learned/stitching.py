@@ -64,6 +64,11 @@ class StitchConfig:
     """More than this many kept lane ends within ``knot_radius_m`` of one of them is a knot, not a junction
     (city data: at most 4, an arriving lane and its three connectors): the candidate is invalid. A loss that
     rewards lane ends for meeting can draw every lane into one point, which the other rules pass."""
+    cross_clear_m: float = 2.0
+    """A new lane that crosses a known lane farther than this from both of its own ends cuts across another
+    tile's road (the procedural generator never does; a one-step sample over a neighbour's road did in 44 of
+    63 tiles of a rollout, and traffic jammed at the crossings): it is dropped, whether or not it closes a
+    port."""
     prune_spurs: bool = True
     """Drop new lanes with a dangling end (repeatedly: a lane left dangling by that goes too) instead of
     rejecting the candidate; the verdict then rests on the ports still being continued. Off: the strict
@@ -107,7 +112,8 @@ class CandidateCheck:
     """Checked lanes that stitching bent into a kink, dropped (:func:`check_and_stitch`)."""
     pruned: dict[str, int] = field(default_factory=dict)
     """Lanes the filter dropped, by reason: ``duplicate`` (of a known or kept lane, or too short), ``looped``,
-    ``kinked`` (:attr:`StitchConfig.max_mean_curvature`), ``isolated`` (touching nothing at either end),
+    ``kinked`` (:attr:`StitchConfig.max_mean_curvature`), ``crossing`` a known lane
+    (:attr:`StitchConfig.cross_clear_m`), ``isolated`` (touching nothing at either end),
     ``spur`` (a dangling end, pruned until none is left), and ``bent`` by stitching into a kink
     (:func:`check_and_stitch`)."""
 
@@ -123,10 +129,12 @@ class CandidateCheck:
 
 @dataclass(frozen=True)
 class KnownLanes:
-    """The known lanes of a tile for the duplicate test: points (M, 2) and headings (M,) (tile frame)."""
+    """The known lanes of a tile (tile frame): points (M, 2) and headings (M,) for the duplicate test, and
+    their segments (S, 2, 2) for the crossing test."""
 
     points: np.ndarray
     headings: np.ndarray
+    segments: np.ndarray = field(default_factory=lambda: np.zeros((0, 2, 2)))
 
 
 def end_yaws(lanes: np.ndarray, at_end: bool) -> np.ndarray:
@@ -180,19 +188,45 @@ def _near_aligned(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, 
 
 def lanes_reference(lanes: np.ndarray) -> KnownLanes:
     """Known lanes as fixed-size polylines (K, P, 2) -> points and headings for the duplicate test."""
-    return KnownLanes(lanes.reshape(-1, 2), _point_headings(lanes).reshape(-1))
+    return KnownLanes(lanes.reshape(-1, 2), _point_headings(lanes).reshape(-1),
+                      np.stack([lanes[:, :-1], lanes[:, 1:]], 2).reshape(-1, 2, 2))
 
 
 def dense_reference(lanes: list[np.ndarray], spacing_m: float = 1.0) -> KnownLanes:
     """Known lanes as ragged polylines, densified at ``spacing_m`` (for the duplicate test)."""
     if not lanes:
         return KnownLanes(np.zeros((0, 2)), np.zeros(0))
-    pts, yaws = [], []
+    pts, yaws, segments = [], [], []
     for lane in lanes:
         dense = geometry.resample_by_spacing(lane, spacing_m)
         pts.append(dense)
         yaws.append(geometry.polyline_headings(dense))
-    return KnownLanes(np.concatenate(pts), np.concatenate(yaws))
+        segments.append(np.stack([lane[:-1], lane[1:]], 1))
+    return KnownLanes(np.concatenate(pts), np.concatenate(yaws), np.concatenate(segments))
+
+
+def crossing_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: lanes (K, P, 2) whose centreline crosses a known lane's farther than ``cross_clear_m`` from
+    both of its own ends: a new road cutting across another tile's road. (A lane that starts or ends on a
+    known one meets it within that distance of its end.)"""
+    if len(lanes) == 0 or len(known.segments) == 0:
+        return np.zeros(len(lanes), bool)
+    a, r = lanes[:, :-1, None], np.diff(lanes, axis=1)[:, :, None]                  # (K, P-1, 1, 2)
+    c, q = known.segments[:, 0], known.segments[:, 1] - known.segments[:, 0]         # (S, 2)
+
+    def cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]
+
+    denom = cross(r, q)                                                              # (K, P-1, S)
+    skew = np.abs(denom) > 1e-9                                                      # parallel segments never cross
+    safe = np.where(skew, denom, 1.0)
+    t, u = cross(c - a, q) / safe, cross(c - a, r) / safe
+    hit = skew & (t >= 0.0) & (t <= 1.0) & (u >= 0.0) & (u <= 1.0)
+    at = a + t[..., None] * r                                                        # (K, P-1, S, 2)
+    clear = config.cross_clear_m ** 2
+    away = (((at - lanes[:, None, None, 0]) ** 2).sum(-1) > clear) \
+        & (((at - lanes[:, None, None, -1]) ** 2).sum(-1) > clear)
+    return (hit & away).any((1, 2))
 
 
 def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
@@ -260,8 +294,9 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
                     config: StitchConfig) -> CandidateCheck:
     """Check one candidate's new lanes (K, P, 2) (tile frame) against ports and known lanes.
 
-    Duplicates (of known lanes or of each other), too-short lanes, loops and kinks are dropped first. Lanes connected to
-    nothing at either end (no port, no other new lane, away from the border) are then dropped as debris,
+    Duplicates (of known lanes or of each other), too-short lanes, loops, kinks and lanes crossing a known one
+    are dropped first. Lanes connected to nothing at either end (no port, no other new lane, away from the
+    border) are then dropped as debris,
     and with ``prune_spurs`` every lane with a dangling end; any dangling end left, or a port no lane
     continues, makes the candidate invalid.
     """
@@ -269,11 +304,12 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
     duplicate = duplicate_lanes(lanes, known, config, closes_port)
     looped = looped_lanes(lanes, config) & ~duplicate
     kinked = kinked_lanes(lanes, config) & ~(duplicate | looped | closes_port)
-    keep = np.flatnonzero(~(duplicate | looped | kinked))
+    crossing = crossing_lanes(lanes, known, config) & ~(duplicate | looped | kinked)
+    keep = np.flatnonzero(~(duplicate | looped | kinked | crossing))
     check, starts_open, ends_open = open_ends(lanes[keep], ports, config)
     dangling, isolated = starts_open | ends_open, starts_open & ends_open
     pruned = {"duplicate": int(duplicate.sum()), "looped": int(looped.sum()),
-              "kinked": int(kinked.sum()), "isolated": int(isolated.sum()),
+              "kinked": int(kinked.sum()), "crossing": int(crossing.sum()), "isolated": int(isolated.sum()),
               "spur": 0}
     if isolated.any():
         keep = keep[~isolated]
@@ -291,11 +327,12 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
 def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
                      config: StitchConfig, bent: np.ndarray | None = None) -> tuple[CandidateCheck, list[np.ndarray]]:
     """:func:`check_candidate`, then (valid) :func:`stitch`: the check and the stitched kept lanes ([] when
-    invalid). A lane that stitching bends into a kink is dropped and the rest checked again, until no stitched
-    lane is kinked or the candidate fails: moving a short lane's ends onto joints metres away (a port and the
-    node of lanes it overlaps) can fold it into a hairpin that the check of the decoded lane, before stitching,
-    cannot see. Such lanes count as ``bent`` in ``check.pruned``, whether or not they close a port; ``bent``
-    may name lanes dropped so before (a second try)."""
+    invalid). A lane that stitching bends into a kink or across a known lane is dropped and the rest checked
+    again, until no stitched lane is bad or the candidate fails: moving a short lane's ends onto joints metres
+    away (a port and the node of lanes it overlaps) can fold it into a hairpin, and an end extended to the
+    border can cut across a neighbour's road, which the check of the decoded lanes cannot see. Such lanes
+    count as ``bent`` in ``check.pruned``, whether or not they close a port; ``bent`` may name lanes dropped
+    so before (a second try)."""
     bent = np.zeros(0, int) if bent is None else np.asarray(bent, int)
     allowed = np.setdiff1d(np.arange(len(lanes)), bent)
     while True:
@@ -305,10 +342,11 @@ def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[Fronti
         if not check.valid:
             return check, []
         stitched = stitch(controls, check, ports, config)
-        kinked = kinked_lanes(np.array(stitched).reshape(-1, LANE_POINTS, 2), config)
-        if not kinked.any():
+        polylines = np.array(stitched).reshape(-1, LANE_POINTS, 2)
+        bad = kinked_lanes(polylines, config) | crossing_lanes(polylines, known, config)
+        if not bad.any():
             return check, stitched
-        bent = np.concatenate([bent, check.keep[kinked]])
+        bent = np.concatenate([bent, check.keep[bad]])
         allowed = np.setdiff1d(allowed, bent)
 
 

@@ -34,7 +34,9 @@ class TileContext:
     known_ids: (K,) lane ids of the condition lane slots 0..K-1;
     known_points: per known lane, its clipped polyline (tile frame, m);
     ports: ports and optional joints in the tile frame (see :func:`_ports`);
-    hints: (L, 6) port hints: port k is the hint of frontier slot K + k (see tile_tensors.port_hints).
+    hints: (L, 6) port hints: port k is the hint of frontier slot K + k (see tile_tensors.port_hints);
+    nearby: (N, LANE_POINTS, 2) every known lane in the square, not only the K that fit the condition slots
+    (None: those K), for the filter.
     """
 
     tiles: TileTensors
@@ -42,6 +44,12 @@ class TileContext:
     known_points: tuple[np.ndarray, ...]
     ports: tuple[FrontierPort, ...]
     hints: np.ndarray
+    nearby: np.ndarray | None = None
+
+    def filter_lanes(self) -> np.ndarray:
+        """The known lanes the validity filter checks new ones against (N, LANE_POINTS, 2) float64."""
+        lanes = self.tiles.lane_points[:len(self.known_ids)] if self.nearby is None else self.nearby
+        return lanes.astype(np.float64)
 
 
 def _crossing(inside: np.ndarray, outside: np.ndarray, half: float) -> np.ndarray:
@@ -104,6 +112,7 @@ def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_ma
             if run is not None:
                 candidates.append((float(np.min(np.abs(run[:, 0]))), near[k], run))
     candidates.sort(key=lambda c: (c[0], c[1]))
+    nearby = np.array([geometry.resample_polyline(c[2], LANE_POINTS) for c in candidates]).reshape(-1, LANE_POINTS, 2)
     candidates = candidates[:max_lanes // 2]
     tiles = empty_tile(max_lanes, max_agents)
     ids = tuple(c[1] for c in candidates)
@@ -121,7 +130,7 @@ def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_ma
     ports = _ports(request, near, port_margin_m, port_min_x_m, required_margin_m)
     hints = slot_hints(ports, len(ids), max_lanes)
     return TileContext(tiles=tiles, known_ids=ids, known_points=tuple(c[2] for c in candidates),
-                       ports=tuple(ports), hints=hints)
+                       ports=tuple(ports), hints=hints, nearby=nearby)
 
 
 def slot_hints(ports: list[FrontierPort], known: int, max_lanes: int) -> np.ndarray:
