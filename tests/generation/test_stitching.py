@@ -284,3 +284,17 @@ def test_a_lane_that_stitching_extends_across_a_known_road_is_dropped() -> None:
     assert check_candidate(lanes, port, known, StitchConfig()).valid
     check, stitched = check_and_stitch(short[None], lanes, port, known, StitchConfig())
     assert check.pruned["bent"] == 1 and not check.valid and stitched == []
+
+
+def test_a_lane_whose_ends_stitch_onto_one_node_is_dropped() -> None:
+    """Lane 1 (4 m) joins lane 0's end and lane 2's start, and lane 0 joins lane 2 directly (5 m along): all
+    three ends are one node, and stitching folds lane 1 back and forth on itself (a rollout's planner failed
+    on such a lane). It is dropped; lanes 0 and 2 still join."""
+    lanes = np.stack([_line((0.0, 0.0), (10.0, 0.0)), _line((10.5, 0.0), (14.5, 0.0)), _line((15.0, 0.0), (32.0, 0.0))])
+    known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0))])
+    folded = stitch(fit_bezier(lanes), check_candidate(lanes, PORTS[:1], known, StitchConfig()), PORTS[:1],
+                    StitchConfig())[1]
+    assert np.linalg.norm(folded[0] - folded[-1]) < 1e-9
+    check, stitched = check_and_stitch(fit_bezier(lanes), lanes, PORTS[:1], known, StitchConfig())
+    assert check.valid and check.keep.tolist() == [0, 2] and check.pruned["bent"] == 1
+    assert check.successors == [(0, 1)] and np.array_equal(stitched[0][-1], stitched[1][0])

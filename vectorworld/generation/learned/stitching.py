@@ -327,10 +327,12 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
 def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
                      config: StitchConfig, bent: np.ndarray | None = None) -> tuple[CandidateCheck, list[np.ndarray]]:
     """:func:`check_candidate`, then (valid) :func:`stitch`: the check and the stitched kept lanes ([] when
-    invalid). A lane that stitching bends into a kink or across a known lane is dropped and the rest checked
-    again, until no stitched lane is bad or the candidate fails: moving a short lane's ends onto joints metres
-    away (a port and the node of lanes it overlaps) can fold it into a hairpin, and an end extended to the
-    border can cut across a neighbour's road, which the check of the decoded lanes cannot see. Such lanes
+    invalid). A lane that stitching bends into a kink, a loop or a stub shorter than ``min_length_m``, or
+    across a known lane, is dropped and the rest checked again, until no stitched lane is bad or the candidate
+    fails: moving a short lane's ends onto joints metres away (a port and the node of lanes it overlaps) can
+    fold it into a hairpin, or both ends onto one node (a lane folded back and forth on itself, 1.6 m long,
+    that broke a rollout's planner), and an end extended to the border can cut across a neighbour's road,
+    which the check of the decoded lanes cannot see. Such lanes
     count as ``bent`` in ``check.pruned``, whether or not they close a port; ``bent`` may name lanes dropped
     so before (a second try)."""
     bent = np.zeros(0, int) if bent is None else np.asarray(bent, int)
@@ -343,7 +345,9 @@ def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[Fronti
             return check, []
         stitched = stitch(controls, check, ports, config)
         polylines = np.array(stitched).reshape(-1, LANE_POINTS, 2)
-        bad = kinked_lanes(polylines, config) | crossing_lanes(polylines, known, config)
+        bad = kinked_lanes(polylines, config) | looped_lanes(polylines, config) \
+            | (geometry.polyline_lengths(polylines)[:, -1] < config.min_length_m) \
+            | crossing_lanes(polylines, known, config)
         if not bad.any():
             return check, stitched
         bent = np.concatenate([bent, check.keep[bad]])
