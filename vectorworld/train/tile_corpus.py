@@ -2,9 +2,16 @@
 
 A world is grown with :class:`~vectorworld.world.streaming.StreamingWorld` and a registered generator
 (``procedural`` by default): from the first tile, repeatedly pick a random open out port and let the world
-outpaint a tile there. Every tile but the first is then cropped from the final lane graph at its frame
-(the outpainting setting: its back half was known when it was made) into :class:`TileTensors`. Agents in
-the back half are dropped, because at inference the generator only knows other agents' positions.
+outpaint a tile there. Every tile but the first is then cropped from the final lane graph at its frame into
+:class:`TileTensors`, in one of two settings (:attr:`CorpusConfig.context`):
+
+* ``request`` (default): what the generator was asked and answered -- the lanes known when the tile was
+  made are the condition, wherever they lie (a neighbour's road may already cross the front half, as it does
+  at inference in a streaming world), and the tile's own new lanes are the target; lanes of later tiles
+  are left out;
+* ``halves``: the paper's outpainting split of the final world, back half known, front half target.
+
+Agents in the back half are dropped, because at inference the generator only knows other agents' positions.
 """
 
 from __future__ import annotations
@@ -40,13 +47,27 @@ class CorpusConfig:
     generator: str = "procedural"
     max_lanes: int = 40
     max_agents: int = 24
+    context: str = "request"
+    """``request`` | ``halves``: which lanes are the condition (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class GrownTile:
+    """A tile of a grown world: its frame, the lane ids known when it was made and the ids it added."""
+
+    frame: TileFrame
+    known: frozenset[int]
+    new: frozenset[int]
 
 
 def crop_tile(graph: LaneGraph, frame: TileFrame, agents: AgentSpawns, max_lanes: int, max_agents: int,
-              keep_known_agents: bool = False) -> TileTensors:
-    """Crop the lane graph and agents (global frame) at a tile frame into padded, partitioned tensors."""
+              keep_known_agents: bool = False, made: GrownTile | None = None) -> TileTensors:
+    """Crop the lane graph and agents (global frame) at a tile frame into padded, partitioned tensors: the
+    back half known, or with ``made`` the lanes known when that tile was made (its own new lanes the rest)."""
     ids, runs = [], []
     for lane_id in graph.near(np.asarray(frame.center_xy, np.float64), HALF_TILE_M * np.sqrt(2.0) + 8.0):
+        if made is not None and lane_id not in made.known and lane_id not in made.new:
+            continue
         run = clip_to_square(frame.to_local(graph[lane_id].points))
         if run is not None:
             ids.append(lane_id)
@@ -66,7 +87,8 @@ def crop_tile(graph: LaneGraph, frame: TileFrame, agents: AgentSpawns, max_lanes
     if not keep_known_agents and len(state):
         front = state[:, 0] >= 0.0
         state, types, motion = state[front], types[front], motion[front]
-    return partition_tile(runs, succ, left, right, state, types, motion, max_lanes, max_agents)
+    known = None if made is None else np.array([i in made.known for i in ids], bool)
+    return partition_tile(runs, succ, left, right, state, types, motion, max_lanes, max_agents, known)
 
 
 def _concat_spawns(spawns: list[AgentSpawns]) -> AgentSpawns:
@@ -77,37 +99,44 @@ def _concat_spawns(spawns: list[AgentSpawns]) -> AgentSpawns:
 
 
 def grow_world(generator_name: str, tiles: int, rng: np.random.Generator
-               ) -> tuple[LaneGraph, list[TileFrame], AgentSpawns]:
-    """Grow one world of about ``tiles`` tiles at random open out ports; returns its lane graph, the frames
-    of every tile after the first, and all spawned agents (global frame)."""
+               ) -> tuple[LaneGraph, list[GrownTile], AgentSpawns]:
+    """Grow one world of about ``tiles`` tiles at random open out ports; returns its lane graph, every tile
+    after the first (frame, lanes known before it, its new lanes) and all spawned agents (global frame)."""
     from vectorworld.generation import make_generator
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
 
     world = StreamingWorld(make_generator(generator_name), rng,
                            WorldConfig(max_tiles_per_update=1, retention_m=1e9))
     first = world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
-    frames: list[TileFrame] = []
+    grown: list[GrownTile] = []
     spawns = [first.content.agents]
     for _ in range(4 * tiles):
-        if len(frames) >= tiles - 1:
+        if len(grown) >= tiles - 1:
             break
+        known = frozenset(world.graph.lanes)
         made = world.grow_at_random_end(rng)
         if made is None:
             break
-        for generated in made:
-            frames.append(TileFrame(generated.tile.center_xy, generated.tile.yaw))
+        for generated in made:  # one tile per call (max_tiles_per_update=1): known is what it was asked with
+            frame = TileFrame(generated.tile.center_xy, generated.tile.yaw)
+            grown.append(GrownTile(frame, known, frozenset(generated.tile.lane_ids)))
             spawns.append(generated.content.agents)
-    return world.graph, frames, _concat_spawns(spawns)
+    return world.graph, grown, _concat_spawns(spawns)
 
 
 def build_corpus(config: CorpusConfig) -> Tiles:
     """Grow ``config.worlds`` worlds and crop every non-first tile; returns stacked tile arrays."""
+    from vectorworld.errors import ConfigError
+
+    if config.context not in ("request", "halves"):
+        raise ConfigError(f"context must be 'request' or 'halves', got {config.context!r}", field="context")
     rng = np.random.default_rng(config.seed)
     crops: list[TileTensors] = []
     for _ in range(config.worlds):
-        graph, frames, agents = grow_world(config.generator, config.tiles_per_world, rng)
-        for frame in frames:
-            tile = crop_tile(graph, frame, agents, config.max_lanes, config.max_agents)
+        graph, grown, agents = grow_world(config.generator, config.tiles_per_world, rng)
+        for made in grown:
+            tile = crop_tile(graph, made.frame, agents, config.max_lanes, config.max_agents,
+                             made=made if config.context == "request" else None)
             if tile.lane_cond.any() and (tile.lane_valid & ~tile.lane_cond).any():
                 crops.append(tile)
     return stack_tiles(crops).as_dict()

@@ -122,20 +122,23 @@ def _split_polyline(points: np.ndarray, x_split: float) -> tuple[np.ndarray, np.
 
 def partition_tile(points: list[np.ndarray], successors: list[list[int]], left: list[list[int]],
                    right: list[list[int]], agent_state: np.ndarray, agent_type: np.ndarray,
-                   agent_motion: np.ndarray, max_lanes: int, max_agents: int) -> TileTensors:
+                   agent_motion: np.ndarray, max_lanes: int, max_agents: int,
+                   known: np.ndarray | None = None) -> TileTensors:
     """Build padded tensors from ragged lanes in the tile frame, splitting lanes at the partition x = 0.
 
     points: per lane (N_i, 2) m tile frame; successors/left/right: per lane index lists;
     agent_state (M, 7), agent_type (M,) in [0, 4), agent_motion (M, 6, 2). Known tokens are placed first:
     at most ``max_lanes // 2`` known lanes (nearest to the partition; the same cap as at inference), then
-    frontier lanes nearest to the partition until the capacity is full.
+    frontier lanes nearest to the partition until the capacity is full. ``known`` (N,) bool: which lanes
+    were known when the tile was made (the streaming request's setting: a neighbour's road may lie in the
+    front half); lanes are then not split, and known ones are the condition. None: the back half is known.
     """
     pts = [np.asarray(p, np.float64) for p in points]
     succ = [list(s) for s in successors]
     lft, rgt = [list(s) for s in left], [list(s) for s in right]
     n = len(pts)
     second_of: dict[int, int] = {}
-    for i in range(n):
+    for i in range(n if known is None else 0):
         halves = _split_polyline(pts[i], 0.0)
         if halves is None:
             continue
@@ -148,7 +151,8 @@ def partition_tile(points: list[np.ndarray], successors: list[list[int]], left: 
         if i in second_of:
             lft.append([second_of[j] for j in lft[i] if j in second_of])
             rgt.append([second_of[j] for j in rgt[i] if j in second_of])
-    cond = np.array([float(np.mean(p[:, 0])) < 0.0 for p in pts], bool)
+    cond = np.array([float(np.mean(p[:, 0])) < 0.0 for p in pts], bool) if known is None \
+        else np.asarray(known, bool).reshape(len(pts))
     dist = np.array([float(np.min(np.abs(p[:, 0]))) for p in pts])
     known = sorted(np.flatnonzero(cond), key=lambda i: (dist[i], i))[:max_lanes // 2]
     frontier = sorted(np.flatnonzero(~cond), key=lambda i: (dist[i], i))
