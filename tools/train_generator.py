@@ -16,8 +16,8 @@ Exact recipe of the shipped checkpoint (``vectorworld/generation/learned/weights
 "metadata" holds the run config, corpus size, steps, wall time and the curve):
 
     python -c "from vectorworld.train.tile_corpus import *; \
-        save_corpus('runs/gen/data/corpus.npz', build_corpus(CorpusConfig(worlds=400, seed=0))); \
-        save_corpus('runs/gen/data/heldout.npz', build_corpus(CorpusConfig(worlds=20, seed=50000)))"
+        save_corpus('runs/gen/data/corpus.npz', build_corpus(CorpusConfig(worlds=400, seed=0, context='halves'))); \
+        save_corpus('runs/gen/data/heldout.npz', build_corpus(CorpusConfig(worlds=20, seed=50000, context='halves')))"
     nice python tools/train_generator.py --corpus runs/gen/data/corpus.npz \
         --heldout runs/gen/data/heldout.npz --out runs/gen/run --threads 1 --max-minutes 50
     # ... later, the same command with --resume continues it
