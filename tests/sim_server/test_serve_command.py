@@ -58,6 +58,10 @@ def test_bad_input_exits_2() -> None:
     assert result.exit_code == 2 and "--engine-workers" in result.output
     result = runner.invoke(make_app(), ["serve", "--no-journal", "--state-dir", "/tmp/x"])
     assert result.exit_code == 2 and "--no-journal" in result.output
+    result = runner.invoke(make_app(), ["serve", "--generator", "learned:/nonexistent"])   # every session would fail
+    assert result.exit_code == 2 and "--generator: checkpoint folder '/nonexistent' does not exist" in result.output
+    result = runner.invoke(make_app(), ["serve", "--npc", "nope"])
+    assert result.exit_code == 2 and "unknown NPC policy 'nope'" in result.output
 
 
 def test_a_busy_grpc_port_is_one_line_and_exit_2(tmp_path) -> None:  # noqa: ANN001

@@ -15,7 +15,8 @@ from vectorworld.errors import VectorWorldError
 SERVE_FLAGS = {"host": "--host", "port": "--port", "http_port": "--http-port", "token": "--token",
                "tls_cert": "--tls-cert", "tls_key": "--tls-key", "max_sessions": "--max-sessions",
                "engine_workers": "--engine-workers", "state_dir": "--state-dir", "idle_timeout_s": "--idle-timeout",
-               "grace_s": "--grace", "scenario_dir": "--scenario-dir", "snapshot_every": "--snapshot-every"}
+               "grace_s": "--grace", "scenario_dir": "--scenario-dir", "snapshot_every": "--snapshot-every",
+               "generator": "--generator", "npc_policy": "--npc"}
 """ServerConfig field -> the ``serve`` flag that sets it (ServerConfig.validate names fields)."""
 
 
@@ -67,8 +68,10 @@ def register(app: typer.Typer) -> None:
             import grpc  # noqa: F401
         except ImportError as err:
             raise fail("the server needs the 'serve' extra: pip install 'vectorworld[serve]'") from err
+        from policies import make_policy
         from sim_server.config import ServerConfig, default_engine_workers, default_state_dir
         from sim_server.server import serve as run_server
+        from vectorworld.generation import make_generator
         from vectorworld.sim.config import SessionConfig
 
         if host not in ("127.0.0.1", "localhost", "::1") and token is None:
@@ -83,7 +86,9 @@ def register(app: typer.Typer) -> None:
                                   state_dir=None if no_journal else (state_dir or default_state_dir()),
                                   session_defaults=SessionConfig(generator=generator, npc_policy=npc)
                                   ).validate()
-        except VectorWorldError as err:
+            make_generator(generator)  # a default every session would fail on is refused at start
+            make_policy(npc)
+        except (VectorWorldError, ValueError) as err:
             raise bad_input(err, SERVE_FLAGS) from err
         if no_journal and state_dir is not None:
             raise fail("--state-dir and --no-journal contradict each other")
