@@ -9,8 +9,18 @@ import pytest
 
 import tests.straight_world  # noqa: F401  (registers "test-straight")
 from vectorworld.errors import ConfigError, DataFormatError
+from vectorworld.generation.base import AgentSpawns, TileFrame
 from vectorworld.generation.learned.tile_tensors import EDGE_SUCC
-from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, crop_tile, grow_world, load_corpus, save_corpus
+from vectorworld.scene import Lane, LaneGraph
+from vectorworld.train.tile_corpus import (
+    CorpusConfig,
+    GrownTile,
+    build_corpus,
+    crop_tile,
+    grow_world,
+    load_corpus,
+    save_corpus,
+)
 
 
 def test_crop_of_a_straight_world_splits_at_the_partition() -> None:
@@ -40,23 +50,21 @@ def test_corpus_round_trip(tmp_path: Path) -> None:
 
 
 def test_a_request_crop_conditions_on_the_lanes_known_when_the_tile_was_made() -> None:
-    """Every tile of a straight world continues the two lanes of the tile before: those are the condition
-    and its own two lanes the target."""
-    graph, grown, agents = grow_world("test-straight", 4, np.random.default_rng(0))
-    made = grown[1]
-    assert made.known.isdisjoint(made.new) and len(made.new) == 2 and made.new <= set(graph.lanes)
-    tile = crop_tile(graph, made.frame, agents, max_lanes=12, max_agents=8, made=made)
+    """A neighbour's road (lane 1) already crossed the tile's front half when the tile (lane 2) was made; a
+    later tile's lane (3) lies in the square too. As requested: lanes 0 and 1 are the condition, lane 2 the
+    target, lane 3 left out. The halves split calls the neighbour's road a target and keeps lane 3."""
+    graph = LaneGraph()
+    frame = TileFrame(np.zeros(2), 0.0)
+    for lane_id, a, b in ((0, (-40.0, 0.0), (0.0, 0.0)), (1, (15.0, -40.0), (15.0, 40.0)),
+                          (2, (0.0, 0.0), (40.0, 0.0)), (3, (25.0, 40.0), (25.0, -40.0))):
+        graph.add([Lane(lane_id, np.linspace(np.array(a), np.array(b), 9))])
+    made = GrownTile(frame, frozenset({0, 1}), frozenset({2}))
+    tile = crop_tile(graph, frame, AgentSpawns.none(), max_lanes=12, max_agents=8, made=made)
+    cond = tile.lane_points[tile.lane_valid & tile.lane_cond]
     target = tile.lane_points[tile.lane_valid & ~tile.lane_cond]
-    assert len(target) == 2 and np.all(target[..., 0] >= -1e-6)       # its own lanes start at its port
-    assert tile.lane_cond.sum() == 2 and np.all(tile.lane_points[tile.lane_cond][..., 0] <= 1e-6)
-    news = [geometry_end(graph[i].points, made.frame) for i in made.new]
-    assert sorted(np.round(target[:, -1, 1], 3).tolist()) == sorted(np.round([p[1] for p in news], 3).tolist())
+    assert len(cond) == 2 and sorted(np.round(cond[:, 0, 0], 3).tolist()) == [-32.0, 15.0]
+    assert len(target) == 1 and np.allclose(target[0, :, 1], 0.0) and target[0, 0, 0] == 0.0
+    halves = crop_tile(graph, frame, AgentSpawns.none(), max_lanes=12, max_agents=8)
+    assert (halves.lane_valid & halves.lane_cond).sum() == 1 and (halves.lane_valid & ~halves.lane_cond).sum() == 3
     with pytest.raises(ConfigError, match="context"):
         build_corpus(CorpusConfig(worlds=1, tiles_per_world=3, generator="test-straight", context="thirds"))
-
-
-def geometry_end(points: np.ndarray, frame) -> np.ndarray:  # noqa: ANN001
-    """The last point of a lane (global) inside the tile square, tile frame."""
-    local = frame.to_local(points)
-    inside = local[np.all(np.abs(local) <= 32.0 + 1e-6, axis=1)]
-    return inside[-1]

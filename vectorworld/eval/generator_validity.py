@@ -79,7 +79,7 @@ class _Checked(TileGenerator):
         ctx = build_context(request, 40, 24)
         runs = [clip_to_square(request.frame.to_local(lane.points)) for lane in content.lanes]
         lanes = np.array([geometry.resample_polyline(r, LANE_POINTS) for r in runs if r is not None])
-        known = ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64)
+        known = ctx.filter_lanes()
         check, ms = _timed_check(lanes.reshape(-1, LANE_POINTS, 2), list(ctx.ports), known, self.config)
         self.rate.add(check, ms)
         return content

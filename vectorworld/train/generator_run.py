@@ -158,7 +158,7 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
         batch = batch_to_torch({**stack_tiles([ctx.tiles]).as_dict(), "lane_hint": ctx.hints[None]}, device)
         decoded, _ = model.outpaint(batch, sampling, torch.Generator().manual_seed(seed + i))
         lane_prob = torch.sigmoid(decoded["lane_logit"]).cpu().numpy()
-        known = lanes_reference(ctx.tiles.lane_points[:len(ctx.known_ids)].astype(np.float64))
+        known = lanes_reference(ctx.filter_lanes())
         choice = choose_candidate(decoded["lane_feat"].cpu().numpy(), lane_prob, ctx.hints, frontier,
                                   list(ctx.ports), known, config, completion=completion_of(model))
         new = tile.lane_valid & ~tile.lane_cond
