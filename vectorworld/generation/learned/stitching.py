@@ -114,8 +114,8 @@ class CandidateCheck:
     """Lanes the filter dropped, by reason: ``duplicate`` (of a known or kept lane, or too short), ``looped``,
     ``kinked`` (:attr:`StitchConfig.max_mean_curvature`), ``crossing`` a known lane
     (:attr:`StitchConfig.cross_clear_m`), ``isolated`` (touching nothing at either end),
-    ``spur`` (a dangling end, pruned until none is left), and ``bent`` by stitching into a kink
-    (:func:`check_and_stitch`)."""
+    ``spur`` (a dangling end, pruned until none is left), and ``bent`` by stitching into a kink, a loop, a
+    stub or across a known lane (:func:`check_and_stitch`)."""
 
     @property
     def valid(self) -> bool:
