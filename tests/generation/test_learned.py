@@ -28,9 +28,11 @@ YAW = 0.4
 CENTER = np.array([100.0, -50.0])
 
 
-def two_lane_request(seed: int = 0) -> TileRequest:
-    """Two known parallel lanes ending at the tile centre (the partition), heading along the tile's yaw."""
-    frame = TileFrame(CENTER, YAW)
+def two_lane_request(seed: int = 0, frame: TileFrame | None = None, lane_ids: IdAllocator | None = None
+                     ) -> TileRequest:
+    """Two known parallel lanes ending at the tile centre (the partition), heading along the tile's yaw
+    (``frame``: at CENTER, YAW by default; ``lane_ids``: of the world being grown, a new one by default)."""
+    frame = TileFrame(CENTER, YAW) if frame is None else frame
     graph = LaneGraph()
     ports = []
     for k, y in enumerate((0.0, 3.5)):
@@ -40,7 +42,8 @@ def two_lane_request(seed: int = 0) -> TileRequest:
         graph.add([lane])
         xy, yaw = lane.end_pose
         ports.append(Port(k, xy, yaw, 3.5, 12.0, True))
-    return TileRequest(frame=frame, ports=tuple(ports), graph=graph, lane_ids=IdAllocator(100),
+    return TileRequest(frame=frame, ports=tuple(ports), graph=graph,
+                       lane_ids=IdAllocator(100) if lane_ids is None else lane_ids,
                        rng=np.random.default_rng(seed), existing_agents_xy=frame.to_global(np.array([[30.0, 20.0]])))
 
 

@@ -55,6 +55,7 @@ from vectorworld.generation.learned.tile_tensors import (
     empty_tile,
     stack_tiles,
 )
+from vectorworld.generation.learned.world_plan import WorldPlan
 from vectorworld.scene import AgentType, Lane, LaneGraph
 
 if TYPE_CHECKING:
@@ -115,6 +116,9 @@ def _has_start_road(lanes: np.ndarray) -> bool:
     return any(_along_x(lane) and float(np.linalg.norm(lane, axis=-1).min()) < 6.0 for lane in lanes)
 
 
+PLAN_SOURCES = ("city", "prior")
+"""Where a border-hint model's road plans come from (see :class:`LearnedTileGenerator`)."""
+
 _AGENT_TYPES = np.array([AgentType.VEHICLE, AgentType.PEDESTRIAN, AgentType.CYCLIST, AgentType.OTHER], np.int8)
 
 
@@ -127,6 +131,11 @@ class LearnedTileGenerator(TileGenerator):
     ``frozen_graph`` one-step MeanFlow runs as a frozen graph of the model's weights at first use
     (:class:`~vectorworld.generation.learned.one_step.OneStepGraph`, the same samples for less dispatch);
     off, the model's eager ``outpaint`` runs (a model whose weights still change, a stand-in in tests).
+
+    A model trained with border hints is told a road plan per tile: with ``plan_source="city"`` (default)
+    read off one city plan per world, anchored at the start tile (:class:`WorldPlan`: neighbouring tiles
+    agree on their cross streets); with ``"prior"``, or in a world that did not start from a first tile
+    (a log), drawn per tile from the nearest-neighbour prior (:class:`RoadPlans`).
     """
 
     name = "learned"
@@ -136,12 +145,16 @@ class LearnedTileGenerator(TileGenerator):
                  num_threads: int | None = 1, model: OutpaintModel | None = None,
                  stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
                  learned_first_tile: bool = True, rounds: int = DEFAULT_ROUNDS, frozen_graph: bool = True,
-                 road_plans: RoadPlans | None = None) -> None:
+                 road_plans: RoadPlans | None = None, plan_source: str = "city") -> None:
         from vectorworld.errors import ConfigError
 
         if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1 or rounds < 1:
             raise ConfigError(f"invalid learned sampler settings: {sampler!r}, steps={steps}, "
                               f"candidates={candidates}, rounds={rounds}")
+        if plan_source not in PLAN_SOURCES:
+            raise ConfigError(f"invalid learned plan_source {plan_source!r}: one of {', '.join(PLAN_SOURCES)}")
+        self.plan_source = plan_source
+        self._layout: tuple[IdAllocator, WorldPlan] | None = None  # of the world whose ids come from [0]
         self.checkpoint = Path(checkpoint) if checkpoint is not None else WEIGHTS_DIR
         self.sampler_name, self.steps, self.candidates = sampler, steps, candidates
         self.rounds = rounds
@@ -168,6 +181,12 @@ class LearnedTileGenerator(TileGenerator):
 
             self._model = OutpaintModel.load(self.checkpoint)
         return self._model
+
+    @property
+    def world_plan(self) -> WorldPlan | None:
+        """The road plan of the world whose start tile this generator made last (None: none, or a model
+        without border hints, or ``plan_source="prior"``)."""
+        return None if self._layout is None else self._layout[1]
 
     @property
     def road_plans(self) -> RoadPlans:
@@ -226,6 +245,9 @@ class LearnedTileGenerator(TileGenerator):
                           ports=(), hints=np.zeros((cfg.max_lanes, HINT_FEATURES), np.float32))
         request = TileRequest(frame=frame, ports=(), graph=LaneGraph(), lane_ids=lane_ids, rng=rng)
         seed = int(rng.integers(0, 2**62))
+        self._layout = None
+        if self.model.dit.config.border_hints and self.plan_source == "city":
+            self._layout = (lane_ids, WorldPlan.drawn(frame, rng))
         threads = torch.get_num_threads()
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
@@ -278,7 +300,7 @@ class LearnedTileGenerator(TileGenerator):
                 return self.first_tile(request.frame, request.lane_ids, request.rng)
             return self._fall_back(request, TileDiagnostics(used_fallback=True))
         if model.dit.config.border_hints:
-            ctx = with_plan(ctx, self.road_plans.draw(context_key(ctx), request.rng))
+            ctx = with_plan(ctx, self._plan(request, ctx))
         threads = torch.get_num_threads()
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
@@ -302,6 +324,12 @@ class LearnedTileGenerator(TileGenerator):
                                                 checked=checked, candidates=self.candidates,
                                                 decoded_agents=diag[2], kept_agents=len(content.agents))
         return content
+
+    def _plan(self, request: TileRequest, ctx: TileContext) -> np.ndarray:
+        """The road-plan rows (k, 6) of a frontier tile: its world's city layout, else the prior's draw."""
+        if self._layout is not None and self._layout[0] is request.lane_ids:
+            return self._layout[1].hints(request.frame, ctx.known_points)
+        return self.road_plans.draw(context_key(ctx), request.rng)
 
     def _sample_until_valid(self, ctx: TileContext, seed: int, rounds: int, frontier: np.ndarray,
                             known: KnownLanes, accept: Callable[[np.ndarray], bool] | None = None

@@ -241,18 +241,14 @@ BORDER_MARGIN_M = 1.0
 """A lane end this close to a side border (|y| = 32 m) of the front half enters or leaves the tile there."""
 
 
-def border_hints(lane_points: np.ndarray, lane_valid: np.ndarray, lane_cond: np.ndarray,
-                 hints: np.ndarray) -> np.ndarray:
-    """``hints`` (..., L, 6) plus the road plan: every frontier lane without a hint that starts on a side
-    border of the front half (a road entering the tile) gets (1, 0, start pose), one that ends there (a road
-    leaving it) gets (0, 1, end pose) -- the ports of the roads the known half cannot predict. Tiles without
-    a known lane (first tiles) get no plan. Batched."""
-    out = np.array(hints, np.float32, copy=True)
-    outpainted = (lane_valid & lane_cond).any(-1, keepdims=True)
-    free = lane_valid & ~lane_cond & (hints[..., :2].sum(-1) < 0.5) & outpainted
+def side_border_rows(lane_points: np.ndarray) -> np.ndarray:
+    """Plan rows (..., L, 6) of lanes (..., L, P, 2): a lane that starts on a side border of the front half (a
+    road entering the tile) gets (1, 0, start pose), one that ends there (a road leaving it) gets (0, 1, end
+    pose), the start winning; every other lane a row of zeros. Batched."""
+    rows = np.zeros(lane_points.shape[:-2] + (HINT_FEATURES,), np.float32)
     for flag, end, inner in ((1, -1, -3), (0, 0, 2)):   # the start wins: it is written last
         xy = lane_points[..., end, :]
-        on_border = free & (np.abs(xy[..., 1]) >= HALF_TILE_M - BORDER_MARGIN_M) & (xy[..., 0] > 0.0)
+        on_border = (np.abs(xy[..., 1]) >= HALF_TILE_M - BORDER_MARGIN_M) & (xy[..., 0] > 0.0)
         if not on_border.any():
             continue
         d = lane_points[..., inner, :] - xy if end == 0 else xy - lane_points[..., inner, :]   # travel direction
@@ -261,5 +257,19 @@ def border_hints(lane_points: np.ndarray, lane_valid: np.ndarray, lane_cond: np.
         row[..., flag] = 1.0
         row[..., 2:4] = xy / HALF_TILE_M
         row[..., 4], row[..., 5] = np.cos(yaw), np.sin(yaw)
-        out[on_border] = row[on_border]
+        rows[on_border] = row[on_border]
+    return rows
+
+
+def border_hints(lane_points: np.ndarray, lane_valid: np.ndarray, lane_cond: np.ndarray,
+                 hints: np.ndarray) -> np.ndarray:
+    """``hints`` (..., L, 6) plus the road plan: every frontier lane without a hint gets its
+    :func:`side_border_rows` row -- the ports of the roads the known half cannot predict. Tiles without a
+    known lane (first tiles) get no plan. Batched."""
+    out = np.array(hints, np.float32, copy=True)
+    outpainted = (lane_valid & lane_cond).any(-1, keepdims=True)
+    free = lane_valid & ~lane_cond & (hints[..., :2].sum(-1) < 0.5) & outpainted
+    rows = side_border_rows(lane_points)
+    planned = free & (rows[..., :2].sum(-1) > 0.5)
+    out[planned] = rows[planned]
     return out

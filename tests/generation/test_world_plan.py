@@ -1,0 +1,105 @@
+"""The world plan of road-plan models: hints read off one city plan, so neighbouring tiles agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.generation.test_learned import two_lane_request
+from tests.generation.test_road_plan import ROW
+from vectorworld import geometry
+from vectorworld.generation.base import IdAllocator, TileFrame
+from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
+from vectorworld.generation.learned.world_plan import WorldPlan
+
+
+def _plan() -> WorldPlan:
+    return WorldPlan.drawn(TileFrame(np.zeros(2), 0.0), np.random.default_rng(3))
+
+
+def _before_first_junction(plan: WorldPlan, ahead_m: float = 16.0) -> TileFrame:
+    """A frame along the first road whose front half holds its first junction, ``ahead_m`` past the centre."""
+    city = plan.plan
+    node = city.node_xy(city.next_junction(-1, 0, 1), 0)
+    return TileFrame(node - np.array([ahead_m, 0.0]), 0.0)
+
+
+def test_a_frame_before_a_junction_is_told_the_cross_street_at_its_sides() -> None:
+    plan = _plan()
+    rows = plan.hints(_before_first_junction(plan))
+    assert len(rows) >= 2                                         # a two-way cross street at one side at least
+    xy = rows[:, 2:4] * HALF_TILE_M
+    np.testing.assert_allclose(np.abs(xy[:, 1]), HALF_TILE_M, atol=1.0)    # on a side border
+    assert np.all(np.abs(xy[:, 0] - 16.0) < 15.0)                 # where the cross street is
+    entering = rows[:, 0] == 1.0
+    assert np.all(rows[:, 0] + rows[:, 1] == 1.0)
+    inward = np.sign(rows[:, 5]) == -np.sign(xy[:, 1])           # heading (cos, sin): into the tile
+    np.testing.assert_array_equal(inward, entering)
+    assert np.all(np.abs(rows[:, 5]) > 0.9)                       # across the tile
+
+
+def test_every_tile_reads_the_same_plan() -> None:
+    a, b = _plan(), _plan()
+    frame = _before_first_junction(a)
+    np.testing.assert_array_equal(a.hints(frame), b.hints(frame))
+    other = WorldPlan.drawn(TileFrame(np.zeros(2), 0.0), np.random.default_rng(4))
+    assert other.plan.seed != a.plan.seed
+
+
+def test_a_road_already_drawn_at_a_planned_pose_is_not_planned_again() -> None:
+    plan = _plan()
+    frame = _before_first_junction(plan)
+    rows = plan.hints(frame)
+    first = rows[0, 2:4] * HALF_TILE_M
+    drawn = np.stack([first + [2.0, 0.0], first + [2.0, -np.sign(first[1]) * 20.0]])   # 2 m beside the pose
+    kept = plan.hints(frame, (drawn,))
+    poses = rows[:, 2:4] * HALF_TILE_M
+    clear = geometry.point_segment_distance(poses, drawn[:1], drawn[1:])[:, 0] >= 5.0
+    assert 0 < clear.sum() < len(rows)
+    np.testing.assert_array_equal(kept, rows[clear])
+    far = np.stack([[-30.0, -5.0], [-10.0, -5.0]])               # a known lane nowhere near: nothing dropped
+    np.testing.assert_array_equal(plan.hints(frame, (far,)), rows)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_road_plan_model_reads_its_worlds_plan_and_a_log_world_draws_from_the_prior() -> None:
+    import tests.straight_world  # noqa: F401  (registers the "test-straight" fallback generator)
+    from vectorworld.generation.learned.egr_dit import DiTConfig
+    from vectorworld.generation.learned.generator import LearnedTileGenerator
+    from vectorworld.generation.learned.outpaint import OutpaintModel
+    from vectorworld.generation.learned.road_plan import RoadPlans
+    from vectorworld.generation.learned.tile_context import build_context
+    from vectorworld.generation.learned.vae import VAEConfig
+
+    model = OutpaintModel(VAEConfig(max_lanes=12, max_agents=8, hidden=16, latent=4),
+                          DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2, edge_dim=4,
+                                    border_hints=True)).eval()
+    seen = []
+    outpaint = model.outpaint
+
+    def spy(batch, sampler, generator):  # noqa: ANN001, ANN202
+        seen.append(batch["lane_hint"][0].numpy().copy())
+        return outpaint(batch, sampler, generator)
+
+    model.outpaint = spy
+    plans = RoadPlans.from_entries([(np.array([2, 0, 1.75 / 32, 0], np.float32), ROW[None])])
+    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, road_plans=plans)
+    ids = IdAllocator()
+    gen.first_tile(TileFrame(np.zeros(2), 0.0), ids, np.random.default_rng(0))
+    assert gen.world_plan is not None
+    request = two_lane_request(frame=_before_first_junction(gen.world_plan), lane_ids=ids)
+    expected = gen.world_plan.hints(request.frame, build_context(request, 12, 8).known_points)
+    assert len(expected) > 0
+    seen.clear()
+    gen.generate(request)
+    np.testing.assert_array_equal(seen[0][4:4 + len(expected)], expected[:8])   # after the two out ports
+    seen.clear()
+    gen.generate(two_lane_request(frame=request.frame))         # another world (a log's): the prior
+    np.testing.assert_array_equal(seen[0][4], ROW)
+    prior = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, road_plans=plans,
+                                 plan_source="prior")
+    prior.first_tile(TileFrame(np.zeros(2), 0.0), ids, np.random.default_rng(0))
+    assert prior.world_plan is None
+    seen.clear()
+    prior.generate(request)
+    np.testing.assert_array_equal(seen[0][4], ROW)

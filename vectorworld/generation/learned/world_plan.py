@@ -1,0 +1,62 @@
+"""A world-wide road layout for road-plan models: the plan hints of every tile read off one city plan.
+
+A DiT trained with ``DiTConfig.border_hints`` is told where new roads enter or leave the front half of a
+tile at its sides. Drawn tile by tile (:class:`~vectorworld.generation.learned.road_plan.RoadPlans`), the
+plans of neighbouring tiles do not agree: a tile plans a cross street where its neighbour already drew a
+road along it, and the world fills with roads in front of roads. Here every tile reads its plan off the
+same seeded procedural :class:`~vectorworld.generation.procedural.city_plan.CityPlan`, anchored at the
+first tile (as the procedural generator anchors its own): the cross streets of neighbouring tiles line up.
+The model still draws every lane; the plan only names side-border poses, as in training
+(:func:`~vectorworld.generation.learned.tile_context.tile_plan`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.generation.base import TileFrame
+from vectorworld.generation.learned.tile_context import clip_to_square
+from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, HINT_FEATURES, LANE_POINTS, side_border_rows
+from vectorworld.generation.procedural.city_plan import CityPlan
+from vectorworld.generation.procedural.city_tiles import CityAnchor, CityRegion
+
+DRAWN_CLEARANCE_M = 5.0
+"""A planned border pose this close to a known lane point is a road already drawn: no hint."""
+
+
+@dataclass(frozen=True)
+class WorldPlan:
+    """The city plan of one world (``plan``) placed at ``anchor`` (the first tile's frame)."""
+
+    plan: CityPlan
+    anchor: CityAnchor
+
+    @classmethod
+    def drawn(cls, frame: TileFrame, rng: np.random.Generator) -> WorldPlan:
+        """A new plan (seeded from ``rng``) whose first road runs through ``frame``'s centre along its +x."""
+        return cls(CityPlan(int(rng.integers(1 << 62))),
+                   CityAnchor(np.asarray(frame.center_xy, np.float64).copy(), float(frame.yaw)))
+
+    def hints(self, frame: TileFrame, known_points: tuple[np.ndarray, ...] = ()) -> np.ndarray:
+        """Plan rows (k, 6) of the tile at ``frame``: the plan lanes that enter or leave the front half at a
+        side border (:func:`~vectorworld.generation.learned.tile_tensors.side_border_rows`), except where a
+        known lane (tile frame, ``known_points``) already passes within :data:`DRAWN_CLEARANCE_M`."""
+        region = CityRegion(self.plan, self.anchor, frame, margin_m=0.0)
+        runs = []
+        for key in region.selected(frame):
+            run = clip_to_square(frame.to_local(region.points[key]))
+            if run is not None:
+                runs.append(geometry.resample_polyline(run, LANE_POINTS))
+        if not runs:
+            return np.zeros((0, HINT_FEATURES), np.float32)
+        rows = side_border_rows(np.stack(runs))
+        rows = rows[rows[:, :2].sum(-1) > 0.5]
+        if known_points and len(rows):
+            a = np.concatenate([points[:-1] for points in known_points])
+            b = np.concatenate([points[1:] for points in known_points])
+            near = geometry.point_segment_distance(rows[:, 2:4] * HALF_TILE_M, a, b).min(1) < DRAWN_CLEARANCE_M
+            rows = rows[~near]
+        return rows
