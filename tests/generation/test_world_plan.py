@@ -103,3 +103,20 @@ def test_a_road_plan_model_reads_its_worlds_plan_and_a_log_world_draws_from_the_
     seen.clear()
     prior.generate(request)
     np.testing.assert_array_equal(seen[0][4], ROW)
+
+
+def test_a_plan_laid_on_the_start_road_is_the_same_plan_moved_there() -> None:
+    plan = _plan()
+    frame = TileFrame(np.array([50.0, -20.0]), 0.7)
+    s = np.linspace(-30.0, 30.0, 13)
+    lane = np.stack([s * np.cos(0.2), 2.0 + s * np.sin(0.2)], -1)      # the start road, tile frame
+    laid = plan.anchored_on(lane, frame)
+    np.testing.assert_allclose(laid.anchor.origin, frame.to_global(np.array([[0.0, 2.0]]))[0], atol=1e-9)
+    assert laid.anchor.yaw == pytest.approx(0.9)
+    before = _before_first_junction(plan)        # the anchors of both plans are where the start road is
+    centre = geometry.to_global(geometry.to_local(before.center_xy[None], plan.anchor.origin, plan.anchor.yaw),
+                                laid.anchor.origin, laid.anchor.yaw)[0]
+    moved = TileFrame(centre, before.yaw - plan.anchor.yaw + laid.anchor.yaw)
+    rows = plan.hints(before)
+    assert len(rows) > 0
+    np.testing.assert_allclose(laid.hints(moved), rows, atol=1e-4)

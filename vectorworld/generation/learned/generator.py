@@ -111,9 +111,19 @@ def _along_x(lane: np.ndarray, max_rad: float = 0.5) -> bool:
     return abs(float(np.arctan2(d[1], d[0]))) < max_rad
 
 
+def _start_road(lanes: np.ndarray | list[np.ndarray]) -> np.ndarray | None:
+    """The lane of a first tile that the ego starts on: starting along +x (within 0.5 rad), nearest the centre,
+    within 6 m of it; None if there is none."""
+    along = [lane for lane in lanes if _along_x(lane)]
+    if not along:
+        return None
+    start = min(along, key=lambda lane: float(np.linalg.norm(lane, axis=-1).min()))
+    return start if float(np.linalg.norm(start, axis=-1).min()) < 6.0 else None
+
+
 def _has_start_road(lanes: np.ndarray) -> bool:
-    """A first tile needs a lane starting along +x (within 0.5 rad) that passes within 6 m of the centre."""
-    return any(_along_x(lane) and float(np.linalg.norm(lane, axis=-1).min()) < 6.0 for lane in lanes)
+    """A first tile needs a :func:`_start_road`."""
+    return _start_road(lanes) is not None
 
 
 PLAN_SOURCES = ("city", "prior")
@@ -276,6 +286,10 @@ class LearnedTileGenerator(TileGenerator):
                 near = np.linalg.norm(local[:, None] - start[None], axis=-1).min(1) < FIRST_TILE_CLEAR_M
                 clear &= ~near
         content = TileContent(content.lanes, content.links, content.agents.select(clear))
+        if self._layout is not None:   # lay the world plan's first road on the start road
+            start = _start_road(stitched)
+            if start is not None:
+                self._layout = (lane_ids, self._layout[1].anchored_on(start, frame))
         self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
                                                 checked=checked, candidates=self.candidates,
                                                 decoded_agents=diag[2], kept_agents=len(content.agents))

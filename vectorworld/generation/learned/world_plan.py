@@ -40,6 +40,15 @@ class WorldPlan:
         return cls(CityPlan(int(rng.integers(1 << 62))),
                    CityAnchor(np.asarray(frame.center_xy, np.float64).copy(), float(frame.yaw)))
 
+    def anchored_on(self, lane: np.ndarray, frame: TileFrame) -> WorldPlan:
+        """The same plan, its first road laid on ``lane`` (N, 2) (``frame``'s tile frame; the start road): the
+        plan origin at the lane point nearest the tile centre, its +x along the lane there."""
+        k = int(np.argmin(np.linalg.norm(lane, axis=-1)))
+        a, b = lane[max(k - 1, 0)], lane[min(k + 1, len(lane) - 1)]
+        yaw = float(frame.yaw) + float(np.arctan2(b[1] - a[1], b[0] - a[0]))
+        origin = frame.to_global(lane[k][None])[0]
+        return WorldPlan(self.plan, CityAnchor(np.asarray(origin, np.float64), yaw))
+
     def hints(self, frame: TileFrame, known_points: tuple[np.ndarray, ...] = ()) -> np.ndarray:
         """Plan rows (k, 6) of the tile at ``frame``: the plan lanes that enter or leave the front half at a
         side border (:func:`~vectorworld.generation.learned.tile_tensors.side_border_rows`), except where a
