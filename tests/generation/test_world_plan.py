@@ -61,19 +61,37 @@ def test_a_road_already_drawn_at_a_planned_pose_is_not_planned_again() -> None:
     np.testing.assert_array_equal(plan.hints(frame, (far,)), rows)
 
 
+def _tiny_model(border_hints: bool = True) -> object:
+    from vectorworld.generation.learned.egr_dit import DiTConfig
+    from vectorworld.generation.learned.outpaint import OutpaintModel
+    from vectorworld.generation.learned.vae import VAEConfig
+
+    return OutpaintModel(VAEConfig(max_lanes=12, max_agents=8, hidden=16, latent=4),
+                         DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2, edge_dim=4,
+                                   border_hints=border_hints)).eval()
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_procedural_start_tile_gives_the_world_its_city_plan() -> None:
+    from vectorworld.generation.learned.generator import LearnedTileGenerator
+
+    gen = LearnedTileGenerator(model=_tiny_model(), frozen_graph=False, learned_first_tile=False)
+    gen.first_tile(TileFrame(np.array([5.0, 7.0]), 0.3), IdAllocator(), np.random.default_rng(0))
+    plan, anchor = gen.fallback.city
+    assert gen.world_plan.plan is plan and gen.world_plan.anchor is anchor
+    old = LearnedTileGenerator(model=_tiny_model(border_hints=False), frozen_graph=False, learned_first_tile=False)
+    old.first_tile(TileFrame(np.array([5.0, 7.0]), 0.3), IdAllocator(), np.random.default_rng(0))
+    assert old.fallback.city is not None and old.world_plan is None     # a model without plans reads none
+
+
 @pytest.mark.usefixtures("one_torch_thread")
 def test_a_road_plan_model_reads_its_worlds_plan_and_a_log_world_draws_from_the_prior() -> None:
     import tests.straight_world  # noqa: F401  (registers the "test-straight" fallback generator)
-    from vectorworld.generation.learned.egr_dit import DiTConfig
     from vectorworld.generation.learned.generator import LearnedTileGenerator
-    from vectorworld.generation.learned.outpaint import OutpaintModel
     from vectorworld.generation.learned.road_plan import RoadPlans
     from vectorworld.generation.learned.tile_context import build_context
-    from vectorworld.generation.learned.vae import VAEConfig
 
-    model = OutpaintModel(VAEConfig(max_lanes=12, max_agents=8, hidden=16, latent=4),
-                          DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2, edge_dim=4,
-                                    border_hints=True)).eval()
+    model = _tiny_model()
     seen = []
     outpaint = model.outpaint
 

@@ -246,8 +246,9 @@ class LearnedTileGenerator(TileGenerator):
         """The start tile, generated from nothing (every token free, no ports) when ``learned_first_tile``;
         it must hold a road through the tile centre along +x. Otherwise, or when no candidate qualifies,
         the fallback generator's first tile (``used_fallback``)."""
+        self._layout = None
         if not self.learned_first_tile:
-            return self.fallback.first_tile(frame, lane_ids, rng)
+            return self._fallback_first_tile(frame, lane_ids, rng)
         import torch
 
         cfg = self.model.vae.config
@@ -255,7 +256,6 @@ class LearnedTileGenerator(TileGenerator):
                           ports=(), hints=np.zeros((cfg.max_lanes, HINT_FEATURES), np.float32))
         request = TileRequest(frame=frame, ports=(), graph=LaneGraph(), lane_ids=lane_ids, rng=rng)
         seed = int(rng.integers(0, 2**62))
-        self._layout = None
         if self.model.dit.config.border_hints and self.plan_source == "city":
             self._layout = (lane_ids, WorldPlan.drawn(frame, rng))
         threads = torch.get_num_threads()
@@ -266,7 +266,7 @@ class LearnedTileGenerator(TileGenerator):
                 ctx, seed, FIRST_TILE_ROUNDS, np.ones(cfg.max_lanes, bool), lanes_reference(np.zeros((0, 20, 2))),
                 accept=_has_start_road)
             if not choice.valid:
-                content = self.fallback.first_tile(frame, lane_ids, rng)
+                content = self._fallback_first_tile(frame, lane_ids, rng)
                 self.last_diagnostics = TileDiagnostics(candidates=self.candidates * FIRST_TILE_ROUNDS,
                                                         checked=checked, used_fallback=True)
                 return TileContent(content.lanes, content.links, content.agents, used_fallback=True)
@@ -293,6 +293,16 @@ class LearnedTileGenerator(TileGenerator):
         self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
                                                 checked=checked, candidates=self.candidates,
                                                 decoded_agents=diag[2], kept_agents=len(content.agents))
+        return content
+
+    def _fallback_first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator
+                             ) -> TileContent:
+        """The fallback generator's start tile; a road-plan model then reads its plans off the fallback's
+        city plan (the procedural city's), so that the tiles it outpaints agree with the start tile."""
+        content = self.fallback.first_tile(frame, lane_ids, rng)
+        city = getattr(self.fallback, "city", None)
+        if city is not None and self.model.dit.config.border_hints and self.plan_source == "city":
+            self._layout = (lane_ids, WorldPlan(*city))
         return content
 
     def _fall_back(self, request: TileRequest, diagnostics: TileDiagnostics) -> TileContent:

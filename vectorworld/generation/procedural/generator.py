@@ -78,6 +78,12 @@ class ProceduralGenerator(TileGenerator):
         self._city: tuple[CityPlan, CityAnchor] | None = None
         self._signals: CitySignals | None = None
 
+    @property
+    def city(self) -> tuple[CityPlan, CityAnchor] | None:
+        """The city plan of the world this generator started last and where it lies (None: none started, or
+        not the city layout)."""
+        return self._city
+
     def _city_tile(self, request: TileRequest) -> tuple[TileContent, GrowthReport] | None:
         """The tile cut from this world's city plan; None when a port is not on the plan (a known map, a
         straight fallback, another generator's lanes): those are grown organically."""
