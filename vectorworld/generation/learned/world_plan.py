@@ -19,7 +19,13 @@ import numpy as np
 from vectorworld import geometry
 from vectorworld.generation.base import TileFrame
 from vectorworld.generation.learned.tile_context import clip_to_square
-from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, HINT_FEATURES, LANE_POINTS, side_border_rows
+from vectorworld.generation.learned.tile_tensors import (
+    BORDER_MARGIN_M,
+    HALF_TILE_M,
+    HINT_FEATURES,
+    LANE_POINTS,
+    side_border_rows,
+)
 from vectorworld.generation.procedural.city_plan import CityPlan
 from vectorworld.generation.procedural.city_tiles import CityAnchor, CityRegion
 
@@ -53,10 +59,10 @@ class WorldPlan:
         """Plan rows (k, 6) of the tile at ``frame``: the plan lanes that enter or leave the front half at a
         side border (:func:`~vectorworld.generation.learned.tile_tensors.side_border_rows`), except where a
         known lane (tile frame, ``known_points``) already passes within :data:`DRAWN_CLEARANCE_M`."""
-        region = CityRegion(self.plan, self.anchor, frame, margin_m=0.0)
+        polylines = list(CityRegion(self.plan, self.anchor, frame, margin_m=0.0).points.values())
         runs = []
-        for key in region.selected(frame):
-            run = clip_to_square(frame.to_local(region.points[key]))
+        for local in _side_candidates(frame, polylines):
+            run = clip_to_square(local)
             if run is not None:
                 runs.append(geometry.resample_polyline(run, LANE_POINTS))
         if not runs:
@@ -69,3 +75,17 @@ class WorldPlan:
             near = geometry.point_segment_distance(rows[:, 2:4] * HALF_TILE_M, a, b).min(1) < DRAWN_CLEARANCE_M
             rows = rows[~near]
         return rows
+
+
+def _side_candidates(frame: TileFrame, polylines: list[np.ndarray]) -> list[np.ndarray]:
+    """The polylines (global) that may end on a side border of ``frame``'s front half, in its tile frame: their
+    bounding box meets the front half and reaches a side border (one transform, one box test for all)."""
+    if not polylines:
+        return []
+    counts = np.array([len(p) for p in polylines])
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    local = frame.to_local(np.concatenate(polylines))
+    lo, hi = np.minimum.reduceat(local, offsets, 0), np.maximum.reduceat(local, offsets, 0)
+    near = ((hi[:, 0] >= 0.0) & (lo[:, 0] <= HALF_TILE_M) & (hi[:, 1] >= -HALF_TILE_M) & (lo[:, 1] <= HALF_TILE_M)
+            & (np.maximum(-lo[:, 1], hi[:, 1]) >= HALF_TILE_M - BORDER_MARGIN_M))
+    return [local[offsets[k]:offsets[k] + counts[k]] for k in np.flatnonzero(near)]
