@@ -75,17 +75,19 @@ def _tiny_model(border_hints: bool = True) -> object:
 def test_a_procedural_start_tile_gives_the_world_its_city_plan() -> None:
     from vectorworld.generation.learned.generator import LearnedTileGenerator
 
-    gen = LearnedTileGenerator(model=_tiny_model(), frozen_graph=False, learned_first_tile=False)
+    gen = LearnedTileGenerator(model=_tiny_model(), frozen_graph=False, learned_first_tile=False,
+                               plan_source="city")
     gen.first_tile(TileFrame(np.array([5.0, 7.0]), 0.3), IdAllocator(), np.random.default_rng(0))
     plan, anchor = gen.fallback.city
     assert gen.world_plan.plan is plan and gen.world_plan.anchor is anchor
-    old = LearnedTileGenerator(model=_tiny_model(border_hints=False), frozen_graph=False, learned_first_tile=False)
+    old = LearnedTileGenerator(model=_tiny_model(border_hints=False), frozen_graph=False, learned_first_tile=False,
+                               plan_source="city")
     old.first_tile(TileFrame(np.array([5.0, 7.0]), 0.3), IdAllocator(), np.random.default_rng(0))
     assert old.fallback.city is not None and old.world_plan is None     # a model without plans reads none
 
 
 @pytest.mark.usefixtures("one_torch_thread")
-def test_a_road_plan_model_reads_its_worlds_plan_and_a_log_world_draws_from_the_prior() -> None:
+def test_a_city_plan_model_reads_its_worlds_plan_and_a_log_world_or_the_default_draws_from_the_prior() -> None:
     import tests.straight_world  # noqa: F401  (registers the "test-straight" fallback generator)
     from vectorworld.generation.learned.generator import LearnedTileGenerator
     from vectorworld.generation.learned.road_plan import RoadPlans
@@ -101,7 +103,8 @@ def test_a_road_plan_model_reads_its_worlds_plan_and_a_log_world_draws_from_the_
 
     model.outpaint = spy
     plans = RoadPlans.from_entries([(np.array([2, 0, 1.75 / 32, 0], np.float32), ROW[None])])
-    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, road_plans=plans)
+    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, road_plans=plans,
+                               plan_source="city")
     ids = IdAllocator()
     gen.first_tile(TileFrame(np.zeros(2), 0.0), ids, np.random.default_rng(0))
     assert gen.world_plan is not None
@@ -114,8 +117,7 @@ def test_a_road_plan_model_reads_its_worlds_plan_and_a_log_world_draws_from_the_
     seen.clear()
     gen.generate(two_lane_request(frame=request.frame))         # another world (a log's): the prior
     np.testing.assert_array_equal(seen[0][4], ROW)
-    prior = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, road_plans=plans,
-                                 plan_source="prior")
+    prior = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, road_plans=plans)
     prior.first_tile(TileFrame(np.zeros(2), 0.0), ids, np.random.default_rng(0))
     assert prior.world_plan is None
     seen.clear()
@@ -138,3 +140,11 @@ def test_a_plan_laid_on_the_start_road_is_the_same_plan_moved_there() -> None:
     rows = plan.hints(before)
     assert len(rows) > 0
     np.testing.assert_allclose(laid.hints(moved), rows, atol=1e-4)
+
+
+def test_an_unknown_plan_source_is_refused_by_name() -> None:
+    from vectorworld.errors import ConfigError
+    from vectorworld.generation.learned.generator import LearnedTileGenerator
+
+    with pytest.raises(ConfigError, match="plan_source 'grid'"):
+        LearnedTileGenerator(plan_source="grid")
