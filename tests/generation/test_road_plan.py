@@ -59,17 +59,20 @@ def test_malformed_plans_are_refused() -> None:
         RoadPlans(np.zeros((2, 4)), np.zeros((3, 1, 6)), np.zeros(2))
 
 
-@pytest.mark.usefixtures("one_torch_thread")
-def test_a_model_trained_with_plans_gets_a_drawn_plan_after_its_port_hints() -> None:
+def tiny_plan_model(border_hints: bool = True) -> object:
+    """An untrained tiny OutpaintModel (with border hints by default)."""
     from vectorworld.generation.learned.egr_dit import DiTConfig
-    from vectorworld.generation.learned.generator import LearnedTileGenerator
     from vectorworld.generation.learned.outpaint import OutpaintModel
     from vectorworld.generation.learned.vae import VAEConfig
 
-    model = OutpaintModel(VAEConfig(max_lanes=12, max_agents=8, hidden=16, latent=4),
-                          DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2, edge_dim=4,
-                                    border_hints=True)).eval()
-    seen = []
+    return OutpaintModel(VAEConfig(max_lanes=12, max_agents=8, hidden=16, latent=4),
+                         DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2, edge_dim=4,
+                                   border_hints=border_hints)).eval()
+
+
+def spy_on_hints(model: object) -> list[np.ndarray]:
+    """The lane hints (L, 6) of every later ``model.outpaint`` call, appended to the returned list."""
+    seen: list[np.ndarray] = []
     outpaint = model.outpaint
 
     def spy(batch, sampler, generator):  # noqa: ANN001, ANN202
@@ -77,6 +80,15 @@ def test_a_model_trained_with_plans_gets_a_drawn_plan_after_its_port_hints() -> 
         return outpaint(batch, sampler, generator)
 
     model.outpaint = spy
+    return seen
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_model_trained_with_plans_gets_a_drawn_plan_after_its_port_hints() -> None:
+    from vectorworld.generation.learned.generator import LearnedTileGenerator
+
+    model = tiny_plan_model()
+    seen = spy_on_hints(model)
     plans = RoadPlans.from_entries([(np.array([2, 0, 1.75 / 32, 0], np.float32), ROW[None])])
     gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, road_plans=plans)
     gen.generate(two_lane_request())

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.generation.test_learned import two_lane_request
-from tests.generation.test_road_plan import ROW
+from tests.generation.test_road_plan import ROW, spy_on_hints, tiny_plan_model
 from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, TileFrame
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
@@ -61,26 +61,16 @@ def test_a_road_already_drawn_at_a_planned_pose_is_not_planned_again() -> None:
     np.testing.assert_array_equal(plan.hints(frame, (far,)), rows)
 
 
-def _tiny_model(border_hints: bool = True) -> object:
-    from vectorworld.generation.learned.egr_dit import DiTConfig
-    from vectorworld.generation.learned.outpaint import OutpaintModel
-    from vectorworld.generation.learned.vae import VAEConfig
-
-    return OutpaintModel(VAEConfig(max_lanes=12, max_agents=8, hidden=16, latent=4),
-                         DiTConfig(latent=4, max_lanes=12, max_agents=8, dim=16, depth=1, heads=2, edge_dim=4,
-                                   border_hints=border_hints)).eval()
-
-
 @pytest.mark.usefixtures("one_torch_thread")
 def test_a_procedural_start_tile_gives_the_world_its_city_plan() -> None:
     from vectorworld.generation.learned.generator import LearnedTileGenerator
 
-    gen = LearnedTileGenerator(model=_tiny_model(), frozen_graph=False, learned_first_tile=False,
+    gen = LearnedTileGenerator(model=tiny_plan_model(), frozen_graph=False, learned_first_tile=False,
                                plan_source="city")
     gen.first_tile(TileFrame(np.array([5.0, 7.0]), 0.3), IdAllocator(), np.random.default_rng(0))
     plan, anchor = gen.fallback.city
     assert gen.world_plan.plan is plan and gen.world_plan.anchor is anchor
-    old = LearnedTileGenerator(model=_tiny_model(border_hints=False), frozen_graph=False, learned_first_tile=False,
+    old = LearnedTileGenerator(model=tiny_plan_model(border_hints=False), frozen_graph=False, learned_first_tile=False,
                                plan_source="city")
     old.first_tile(TileFrame(np.array([5.0, 7.0]), 0.3), IdAllocator(), np.random.default_rng(0))
     assert old.fallback.city is not None and old.world_plan is None     # a model without plans reads none
@@ -93,15 +83,8 @@ def test_a_city_plan_model_reads_its_worlds_plan_and_a_log_world_or_the_default_
     from vectorworld.generation.learned.road_plan import RoadPlans
     from vectorworld.generation.learned.tile_context import build_context
 
-    model = _tiny_model()
-    seen = []
-    outpaint = model.outpaint
-
-    def spy(batch, sampler, generator):  # noqa: ANN001, ANN202
-        seen.append(batch["lane_hint"][0].numpy().copy())
-        return outpaint(batch, sampler, generator)
-
-    model.outpaint = spy
+    model = tiny_plan_model()
+    seen = spy_on_hints(model)
     plans = RoadPlans.from_entries([(np.array([2, 0, 1.75 / 32, 0], np.float32), ROW[None])])
     gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, road_plans=plans,
                                plan_source="city")
