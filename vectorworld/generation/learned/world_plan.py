@@ -7,7 +7,9 @@ road along it, and the world fills with roads in front of roads. Here every tile
 same seeded procedural :class:`~vectorworld.generation.procedural.city_plan.CityPlan`, anchored at the
 first tile (as the procedural generator anchors its own): the cross streets of neighbouring tiles line up.
 The model still draws every lane; the plan only names side-border poses, as in training
-(:func:`~vectorworld.generation.learned.tile_context.tile_plan`).
+(:func:`~vectorworld.generation.learned.tile_context.tile_plan`). Opt-in
+(``LearnedTileGenerator(plan_source="city")``): the learned roads drift off the plan and the junctions drawn
+at its density jam rollouts (``docs/generator_runs/world_plan/``).
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ from vectorworld.generation.procedural.city_plan import CityPlan
 from vectorworld.generation.procedural.city_tiles import CityAnchor, CityRegion
 
 DRAWN_CLEARANCE_M = 5.0
-"""A planned border pose this close to a known lane point is a road already drawn: no hint."""
+"""A planned border pose this close to a known lane is a road already drawn: no hint."""
 
 
 @dataclass(frozen=True)
 class WorldPlan:
-    """The city plan of one world (``plan``) placed at ``anchor`` (the first tile's frame)."""
+    """The city plan of one world (``plan``) placed at ``anchor`` (its first road on the start tile's road)."""
 
     plan: CityPlan
     anchor: CityAnchor
