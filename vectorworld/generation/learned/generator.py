@@ -146,8 +146,8 @@ class LearnedTileGenerator(TileGenerator):
     or in a world that did not start from a first tile (a log), drawn per tile from the nearest-neighbour
     prior (:class:`RoadPlans`); with ``"city"`` read off one city plan per world, anchored at the start tile
     (:class:`WorldPlan`: neighbouring tiles agree on their cross streets). "city" draws richer tiles (lane
-    Fréchet 1.35-1.69 against 1.92-2.01 for ``mid_req``, 3 seeds) but its junctions jam rollouts more (5 x 1
-    km: 608 against 409 simulated s per km, one ego collision), so it is opt-in (README, "World plans").
+    Fréchet 1.11-1.56 against 1.92-2.01 for ``mid_req``, 3 seeds) but its junctions jam rollouts more (5 x 1
+    km: 648 against 409 simulated s per km, one ego collision), so it is opt-in (README, "World plans").
     """
 
     name = "learned"
