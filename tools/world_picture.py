@@ -28,6 +28,8 @@ def drive(generator: str, seed: int, km: float, plan_source: str | None) -> tupl
 
     session = Session(SessionConfig(seed=seed, target_km=km, generator=generator))
     if plan_source is not None:
+        if not hasattr(session.generator, "plan_source"):
+            raise SystemExit(f"--plan-source: generator {generator!r} takes no road plans (a learned one does)")
         session.generator.plan_source = plan_source
     lanes: dict[int, tuple[np.ndarray, str]] = {}
     path = []
