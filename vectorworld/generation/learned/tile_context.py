@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.base import TileRequest
+from vectorworld.generation.base import TileFrame, TileRequest
 from vectorworld.generation.learned.stitching import FrontierPort
 from vectorworld.generation.learned.tile_tensors import (
     HALF_TILE_M,
@@ -91,6 +91,16 @@ def clip_to_square(points: np.ndarray, half: float = HALF_TILE_M, spacing_m: flo
     return run
 
 
+def to_tile_frame(frame: TileFrame, polylines: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Polylines (global, non-empty list) in ``frame``'s tile frame, with their bounding boxes' corners lo, hi
+    (n, 2): one transform for all of them."""
+    counts = np.array([len(p) for p in polylines])
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    local = frame.to_local(np.concatenate(polylines))
+    lo, hi = np.minimum.reduceat(local, offsets, 0), np.maximum.reduceat(local, offsets, 0)
+    return np.split(local, offsets[1:]), lo, hi
+
+
 def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_margin_m: float = 0.5,
                   port_min_x_m: float = -4.0, required_margin_m: float = 2.5) -> TileContext:
     """Known lanes near the tile -> condition lane slots (nearest to the partition first), and the ports:
@@ -101,14 +111,10 @@ def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_ma
     candidates = []
     near = request.graph.near(np.asarray(frame.center_xy, np.float64), radius)
     if near:  # one transform for all lanes, then a bounding-box test before any clipping
-        polylines = [request.graph[lane_id].points for lane_id in near]
-        counts = np.array([len(p) for p in polylines])
-        local = frame.to_local(np.concatenate(polylines))
-        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        lo, hi = np.minimum.reduceat(local, offsets, 0), np.maximum.reduceat(local, offsets, 0)
+        local, lo, hi = to_tile_frame(frame, [request.graph[lane_id].points for lane_id in near])
         hit = np.all(lo <= HALF_TILE_M, 1) & np.all(hi >= -HALF_TILE_M, 1)
         for k in np.flatnonzero(hit):
-            run = clip_to_square(local[offsets[k]:offsets[k] + counts[k]])
+            run = clip_to_square(local[k])
             if run is not None:
                 candidates.append((float(np.min(np.abs(run[:, 0]))), near[k], run))
     candidates.sort(key=lambda c: (c[0], c[1]))

@@ -20,7 +20,7 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import TileFrame
-from vectorworld.generation.learned.tile_context import clip_to_square
+from vectorworld.generation.learned.tile_context import clip_to_square, to_tile_frame
 from vectorworld.generation.learned.tile_tensors import (
     BORDER_MARGIN_M,
     HALF_TILE_M,
@@ -81,13 +81,10 @@ class WorldPlan:
 
 def _side_candidates(frame: TileFrame, polylines: list[np.ndarray]) -> list[np.ndarray]:
     """The polylines (global) that may end on a side border of ``frame``'s front half, in its tile frame: their
-    bounding box meets the front half and reaches a side border (one transform, one box test for all)."""
+    bounding box meets the front half and reaches a side border."""
     if not polylines:
         return []
-    counts = np.array([len(p) for p in polylines])
-    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    local = frame.to_local(np.concatenate(polylines))
-    lo, hi = np.minimum.reduceat(local, offsets, 0), np.maximum.reduceat(local, offsets, 0)
+    local, lo, hi = to_tile_frame(frame, polylines)
     near = ((hi[:, 0] >= 0.0) & (lo[:, 0] <= HALF_TILE_M) & (hi[:, 1] >= -HALF_TILE_M) & (lo[:, 1] <= HALF_TILE_M)
             & (np.maximum(-lo[:, 1], hi[:, 1]) >= HALF_TILE_M - BORDER_MARGIN_M))
-    return [local[offsets[k]:offsets[k] + counts[k]] for k in np.flatnonzero(near)]
+    return [local[k] for k in np.flatnonzero(near)]
