@@ -3,8 +3,10 @@
 Moving vehicles must lie within ``max_lane_offset_m`` of a lane centreline, standing ones within
 ``max_parked_offset_m`` (cars parked at the curb stand beside the lane: 2.45 m from its centre in the
 procedural city; 2.5 m is where DESIGN §8's ``offlane_rate`` starts), and within ``max_heading_rad`` of its
-direction; pedestrians and cyclists only need to be inside the tile. Boxes may not overlap each other, and no
-spawn may come closer than ``clearance_m`` + its half length to an agent already in the world.
+direction. Cyclists ride lanes too (the session routes them): the same test at the moving reach, and they
+keep their offset (they ride near the curb). Pedestrians and other road users only need to be inside the
+tile, and get a lane only where they stand on one. Boxes may not overlap each other, and no spawn may come
+closer than ``clearance_m`` + its half length to an agent already in the world.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
+
+VEHICLE, CYCLIST = 0, 2
+"""Tile-tensor agent types (WOMD type - 1, see tile_corpus) of the road users that must ride a lane."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,9 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
 
     state: (M, 7) SI (x, y, speed, cos, sin, length, width), tile frame; agent_type: (M,) in [0, 4)
     (0 = vehicle); lanes: candidate lanes (tile frame); existing_xy: (E, 2) tile frame.
-    Returns keep (M,) bool, lane index (M,) int64 (-1 if none) and pose (M, 3) (x, y, heading; tile frame):
-    a vehicle on a lane takes the lane's heading at its position, and a moving one its centreline (decoded
+    Returns keep (M,) bool, lane index (M,) int64 (-1 unless the agent stands on that lane: a routed agent
+    off its lane would leave it at once) and pose (M, 3) (x, y, heading; tile frame): a vehicle or cyclist
+    on a lane takes the lane's heading at its position, and a moving vehicle its centreline (decoded
     headings within the filter's 25 deg and offsets within its 2 m are noise: real traffic drives on its
     lane's centre, only parked cars stand off it); the others keep the decoded pose. Greedy: earlier
     agents win overlaps (judged at those poses).
@@ -80,20 +86,21 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     lane, off, err = nearest_lane(xy, yaw, lanes) if lanes else (np.full(m, -1), np.full(m, np.inf),
                                                                   np.full(m, np.pi))
     inside = (np.max(np.abs(xy), -1) <= HALF_TILE_M) & (xy[:, 0] >= config.min_x_m)
-    vehicle = agent_type == 0
-    parked = state[:, 2] < config.parked_speed_mps
+    vehicle = agent_type == VEHICLE
+    rider = vehicle | (agent_type == CYCLIST)
+    parked = vehicle & (state[:, 2] < config.parked_speed_mps)
     reach = np.where(parked, config.max_parked_offset_m, config.max_lane_offset_m)
-    on_lane = (off <= reach) & (err <= config.max_heading_rad)
-    keep = inside & (~vehicle | on_lane)
+    on_lane = (lane >= 0) & (off <= reach) & (err <= config.max_heading_rad)
+    keep = inside & (~rider | on_lane)
     if len(existing_xy):
         gap = np.linalg.norm(xy[:, None] - existing_xy[None], axis=-1).min(1)
         keep &= gap >= state[:, 5] / 2.0 + 2.5 + config.clearance_m
-    aligned = vehicle & keep & (lane >= 0)
+    aligned = rider & keep
     for k in np.unique(lane[aligned]).tolist():
         rows = np.flatnonzero(aligned & (lane == k))
         _, lateral, heading = geometry.project_to_polyline(xy[rows], lanes[k])
         yaw[rows] = heading
-        moving = ~parked[rows]
+        moving = vehicle[rows] & ~parked[rows]
         left = np.stack([-np.sin(heading), np.cos(heading)], -1)
         xy[rows[moving]] -= lateral[moving, None] * left[moving]
     corners = geometry.box_corners(xy, yaw, state[:, 5], state[:, 6])
@@ -103,4 +110,4 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
             keep[i] = False
             continue
         accepted.append(int(i))
-    return keep, np.where(keep, lane, -1), np.concatenate([xy, yaw[:, None]], -1)
+    return keep, np.where(keep & on_lane, lane, -1), np.concatenate([xy, yaw[:, None]], -1)
