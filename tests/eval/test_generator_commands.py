@@ -115,3 +115,14 @@ def test_eval_generator_rejects_an_overdetermined_tile_count(corpus: Path) -> No
     result = CliRunner().invoke(app, ["eval", "generator", "--reference", str(corpus), "--tiles", "4",
                                       "--worlds", "2", "--tiles-per-world", "3"])
     assert result.exit_code == 2 and "at most one of" in result.stderr
+
+
+def test_eval_generator_grows_worlds_ahead_of_a_virtual_ego_or_refuses_an_unknown_growth(corpus: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", "generator", "--reference", str(corpus), "--steps", "1",
+                                      "--tiles", "3", "--growth", "drive", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["procedural"]["tiles"] == 3 and report["meanflow_1step"]["tiles"] == 3
+    result = CliRunner().invoke(app, ["eval", "generator", "--reference", str(corpus), "--tiles", "3",
+                                      "--growth", "spiral"])
+    assert result.exit_code == 2 and "growth" in result.stderr and "spiral" in result.stderr

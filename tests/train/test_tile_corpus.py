@@ -68,3 +68,17 @@ def test_a_request_crop_conditions_on_the_lanes_known_when_the_tile_was_made() -
     assert (halves.lane_valid & halves.lane_cond).sum() == 1 and (halves.lane_valid & ~halves.lane_cond).sum() == 3
     with pytest.raises(ConfigError, match="context"):
         build_corpus(CorpusConfig(worlds=1, tiles_per_world=3, generator="test-straight", context="thirds"))
+
+
+def test_a_driven_world_is_cropped_at_the_requests_an_episode_makes() -> None:
+    """growth="drive": the tiles of a world covered ahead of a virtual ego, each asked with every lane made
+    before it known; every crop has known lanes and new ones; an unknown growth is refused by name."""
+    graph, grown, _ = grow_world("procedural", 8, np.random.default_rng(4), growth="drive")
+    assert len(grown) == 7
+    first_known = grown[0].known
+    assert first_known and all(first_known < made.known for made in grown[1:])
+    tiles = build_corpus(CorpusConfig(worlds=1, tiles_per_world=8, seed=4, growth="drive"))
+    assert len(tiles["lane_valid"]) >= 5
+    assert (tiles["lane_cond"].any(1) & (tiles["lane_valid"] & ~tiles["lane_cond"]).any(1)).all()
+    with pytest.raises(ConfigError, match="growth"):
+        build_corpus(CorpusConfig(growth="random"))

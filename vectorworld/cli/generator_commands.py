@@ -172,6 +172,9 @@ def register(app: typer.Typer) -> None:
         tiles_per_world: int | None = typer.Option(
             None, "--tiles-per-world", min=2, help="Tiles per world, the first not evaluated (default 12)."),
         seed: int = typer.Option(1000, "--seed"),
+        growth: str = typer.Option(
+            "ends", "--growth", help="How worlds grow: 'ends' (at random open lane ends, as the default corpus) "
+            "or 'drive' (ahead of a virtual ego, as in an episode)."),
         workers: int = typer.Option(1, "--workers", min=1, help="Variants evaluated in parallel."),
         out: Path | None = typer.Option(None, "--out", help="Write the JSON report here too."),
         as_json: bool = typer.Option(False, "--json", help="Print only the JSON report on stdout (no table)."),
@@ -196,7 +199,8 @@ def register(app: typer.Typer) -> None:
                        + (f" (capped at {tiles})" if tiles is not None else "")
                        + ("" if reference is not None else ", building the procedural reference"), err=True)
             report = generator_report(weights, reference, ablations, n_worlds, per_world, seed, k_steps=k_steps,
-                                      workers=workers, steps=steps, max_tiles=tiles, progress=progress)
+                                      workers=workers, steps=steps, max_tiles=tiles, progress=progress,
+                                      growth=growth)
         except VectorWorldError as err:
             raise bad_input(err) from err
         text = json.dumps(json_ready(report), indent=1, allow_nan=False)

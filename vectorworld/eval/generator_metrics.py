@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld import geometry
+from vectorworld.errors import ConfigError
 from vectorworld.generation.base import (
     AgentSpawns,
     IdAllocator,
@@ -95,13 +96,19 @@ class GrownWorlds:
 
 
 def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, seed: int,
-                max_tiles: int | None = None) -> GrownWorlds:
-    """Grow worlds tile by tile at random open out ports (the same procedure as the training corpus).
+                max_tiles: int | None = None, growth: str = "ends") -> GrownWorlds:
+    """Grow worlds tile by tile at random open out ports, or ahead of a virtual ego with ``growth="drive"``
+    (the two procedures of the training corpus, see :class:`~vectorworld.train.tile_corpus.CorpusConfig`).
 
-    Each world has its first tile plus up to ``tiles_per_world - 1`` outpainted tiles (the ones recorded);
-    ``max_tiles`` caps the outpainted tiles over all worlds (the last world is cut short, later ones are
-    not grown)."""
+    Each world has its first tile plus up to ``tiles_per_world - 1`` outpainted tiles (the ones recorded;
+    straight fallback lanes are none); ``max_tiles`` caps the outpainted tiles over all worlds (the last
+    world is cut short, later ones are not grown)."""
+    from vectorworld.train.tile_corpus import DRIVE_CALLS_PER_TILE, GROWTHS
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
+    from vectorworld.world.virtual_drive import VirtualDrive
+
+    if growth not in GROWTHS:
+        raise ConfigError(f"growth must be one of {', '.join(GROWTHS)}, got {growth!r}", field="growth")
 
     rng = np.random.default_rng(seed)
     out = GrownWorlds()
@@ -111,16 +118,20 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
         if left <= 0:
             break
         world = StreamingWorld(generator, rng, WorldConfig(max_tiles_per_update=1, retention_m=1e9))
-        world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
+        first = world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
+        drive = VirtualDrive(world, first, rng) if growth == "drive" else None
         records: list[TileRecord] = []
-        for _ in range(4 * tiles_per_world):
+        for _ in range(4 * tiles_per_world if drive is None else DRIVE_CALLS_PER_TILE * tiles_per_world):
             if len(records) >= min(tiles_per_world - 1, left):
                 break
             placed = [r.agents.xy for r in records if len(r.agents)]  # new tiles spawn clear of them
-            grown = world.grow_at_random_end(rng, np.concatenate(placed) if placed else None)
+            placed_xy = np.concatenate(placed) if placed else None
+            grown = world.grow_at_random_end(rng, placed_xy) if drive is None else drive.step(placed_xy)
             if grown is None:
                 break
             for made in grown:
+                if made.tile.fallback:
+                    continue
                 diag = getattr(generator, "last_diagnostics", None)
                 raw = None if diag is None or made.content.used_fallback else diag.raw_gaps_m
                 records.append(TileRecord(TileFrame(made.tile.center_xy, made.tile.yaw), made.tile.lane_ids,
@@ -360,16 +371,16 @@ def crop_grown(grown: GrownWorlds, max_lanes: int = 40, max_agents: int = 24,
 
 def evaluate_generator(generator: TileGenerator, reference: list[TileTensors], worlds: int = 10,
                        tiles_per_world: int = 12, seed: int = 1000, threads: int = 1,
-                       max_tiles: int | None = None) -> dict[str, float]:
+                       max_tiles: int | None = None, growth: str = "ends") -> dict[str, float]:
     """All §8 metrics of one generator (torch limited to ``threads`` threads while it runs); ``max_tiles``
-    caps the outpainted tiles (see :func:`grow_worlds`)."""
+    caps the outpainted tiles and ``growth`` says how worlds grow (see :func:`grow_worlds`)."""
     import torch
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         start = time.perf_counter()
-        grown = grow_worlds(generator, worlds, tiles_per_world, seed, max_tiles)
+        grown = grow_worlds(generator, worlds, tiles_per_world, seed, max_tiles, growth)
         metrics = world_metrics(grown)
         metrics["wall_s"] = time.perf_counter() - start
         learned = GrownWorlds(graphs=grown.graphs, records=[[r for r in rs if not r.used_fallback]

@@ -117,25 +117,26 @@ def variant_specs(weights: str | Path, ablations: str | Path | None = None, k_st
 
 
 def evaluate_variant(spec: Spec, reference: list[TileTensors], worlds: int, tiles_per_world: int,
-                     seed: int, threads: int = 1, max_tiles: int | None = None) -> dict[str, float]:
-    """Metrics of one variant (see :func:`variant_specs`); ``max_tiles`` caps the evaluated tiles."""
+                     seed: int, threads: int = 1, max_tiles: int | None = None, growth: str = "ends"
+                     ) -> dict[str, float]:
+    """Metrics of one variant (see :func:`variant_specs`); ``max_tiles`` caps the evaluated tiles, ``growth``
+    says how worlds grow (:func:`~vectorworld.eval.generator_metrics.grow_worlds`)."""
     from vectorworld.generation import make_generator
     from vectorworld.generation.learned.generator import LearnedTileGenerator
 
     if spec["kind"] == "procedural":
         return evaluate_generator(make_generator("procedural"), reference, worlds, tiles_per_world, seed,
-                                  threads, max_tiles)
+                                  threads, max_tiles, growth)
     kwargs = {k: v for k, v in spec.items() if k != "kind"}
     generator = LearnedTileGenerator(**kwargs)  # type: ignore[arg-type]
     if spec["kind"] == "naive":
-        grown = grow_worlds(generator, worlds, tiles_per_world, seed, max_tiles)
+        grown = grow_worlds(generator, worlds, tiles_per_world, seed, max_tiles, growth)
         return naive_baseline_metrics(grown, reference, seed)
-    return evaluate_generator(generator, reference, worlds, tiles_per_world, seed, threads, max_tiles)
+    return evaluate_generator(generator, reference, worlds, tiles_per_world, seed, threads, max_tiles, growth)
 
 
-def _worker(args: tuple[Spec, list[TileTensors], int, int, int, int, int | None]) -> dict[str, float]:
-    spec, reference, worlds, tiles_per_world, seed, threads, max_tiles = args
-    return evaluate_variant(spec, reference, worlds, tiles_per_world, seed, threads, max_tiles)
+def _worker(args: tuple[Spec, list[TileTensors], int, int, int, int, int | None, str]) -> dict[str, float]:
+    return evaluate_variant(*args)
 
 
 def generator_report(weights: str | Path, reference: str | Path | list[TileTensors] | None = None,
@@ -143,12 +144,13 @@ def generator_report(weights: str | Path, reference: str | Path | list[TileTenso
                      tiles_per_world: int = DEFAULT_TILES_PER_WORLD, seed: int = 1000, k_steps: int = 4,
                      workers: int = 1, include_procedural: bool = True, threads: int = 1,
                      steps: int | None = None, max_tiles: int | None = None,
-                     progress: Progress | None = None) -> Report:
+                     progress: Progress | None = None, growth: str = "ends") -> Report:
     """Metrics per variant name, variants evaluated in ``workers`` processes, torch on ``threads``.
 
     ``reference``: held-out tiles (a path for :func:`reference_tiles`, the tiles themselves, or None for
     :func:`default_reference`); ``steps``: only learned variants of that step count; ``max_tiles``: cap on
-    the evaluated tiles per variant; ``progress`` is called after each variant, in report order.
+    the evaluated tiles per variant; ``progress`` is called after each variant, in report order; ``growth``:
+    how the worlds grow (:func:`~vectorworld.eval.generator_metrics.grow_worlds`).
     """
     specs = variant_specs(weights, ablations, k_steps, include_procedural, steps)
     if reference is None:
@@ -157,7 +159,7 @@ def generator_report(weights: str | Path, reference: str | Path | list[TileTenso
         tiles = reference
     else:
         tiles = reference_tiles(reference)
-    jobs = [(spec, tiles, worlds, tiles_per_world, seed, threads, max_tiles) for spec in specs.values()]
+    jobs = [(spec, tiles, worlds, tiles_per_world, seed, threads, max_tiles, growth) for spec in specs.values()]
     report: Report = {}
 
     def collect(results: object) -> Report:

@@ -1,9 +1,11 @@
 """Tile corpus for the learned generator: procedural worlds grown tile by tile, cropped at every tile frame.
 
 A world is grown with :class:`~vectorworld.world.streaming.StreamingWorld` and a registered generator
-(``procedural`` by default): from the first tile, repeatedly pick a random open out port and let the world
-outpaint a tile there. Every tile but the first is then cropped from the final lane graph at its frame into
-:class:`TileTensors`, in one of two settings (:attr:`CorpusConfig.context`):
+(``procedural`` by default), in one of two ways (:attr:`CorpusConfig.growth`): from the first tile,
+repeatedly pick a random open out port and let the world outpaint a tile there (``ends``), or let a virtual
+ego drive and the world cover the road ahead of it as in an episode (``drive``,
+:class:`~vectorworld.world.virtual_drive.VirtualDrive`). Every tile but the first is then cropped from the
+final lane graph at its frame into :class:`TileTensors`, in one of two settings (:attr:`CorpusConfig.context`):
 
 * ``request`` (default): what the generator was asked and answered -- the lanes known when the tile was
   made are the condition, wherever they lie (a neighbour's road may already cross the front half, as it does
@@ -35,6 +37,10 @@ from vectorworld.generation.learned.tile_tensors import (
 from vectorworld.scene import LaneGraph
 
 Tiles = dict[str, np.ndarray]
+GROWTHS = ("ends", "drive")
+"""How corpus and evaluation worlds grow: at random open ends, or ahead of a virtual ego."""
+DRIVE_CALLS_PER_TILE = 12
+"""Coverage calls a driven world may take per tile it is to grow (most calls find the road ahead covered)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class CorpusConfig:
     max_agents: int = 24
     context: str = "request"
     """``request`` | ``halves``: which lanes are the condition (see the module docstring)."""
+    growth: str = "ends"
+    """``ends`` | ``drive``: how worlds grow (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -98,26 +106,31 @@ def _concat_spawns(spawns: list[AgentSpawns]) -> AgentSpawns:
     return AgentSpawns(**{k: np.concatenate([getattr(s, k) for s in spawns]) for k in fields})
 
 
-def grow_world(generator_name: str, tiles: int, rng: np.random.Generator
+def grow_world(generator_name: str, tiles: int, rng: np.random.Generator, growth: str = "ends"
                ) -> tuple[LaneGraph, list[GrownTile], AgentSpawns]:
-    """Grow one world of about ``tiles`` tiles at random open out ports; returns its lane graph, every tile
-    after the first (frame, lanes known before it, its new lanes) and all spawned agents (global frame)."""
+    """Grow one world of about ``tiles`` tiles (at random open out ports, or ahead of a virtual ego with
+    ``growth="drive"``); returns its lane graph, every tile after the first (frame, lanes known before it,
+    its new lanes; straight fallback lanes are no tiles) and all spawned agents (global frame)."""
     from vectorworld.generation import make_generator
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
+    from vectorworld.world.virtual_drive import VirtualDrive
 
     world = StreamingWorld(make_generator(generator_name), rng,
                            WorldConfig(max_tiles_per_update=1, retention_m=1e9))
     first = world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
+    drive = VirtualDrive(world, first, rng) if growth == "drive" else None
     grown: list[GrownTile] = []
     spawns = [first.content.agents]
-    for _ in range(4 * tiles):
+    for _ in range(4 * tiles if drive is None else DRIVE_CALLS_PER_TILE * tiles):
         if len(grown) >= tiles - 1:
             break
         known = frozenset(world.graph.lanes)
-        made = world.grow_at_random_end(rng)
+        made = world.grow_at_random_end(rng) if drive is None else drive.step()
         if made is None:
             break
-        for generated in made:  # one tile per call (max_tiles_per_update=1): known is what it was asked with
+        for generated in made:
+            if generated.tile.fallback:
+                continue  # one tile per call (max_tiles_per_update=1): known is what it was asked with
             frame = TileFrame(generated.tile.center_xy, generated.tile.yaw)
             grown.append(GrownTile(frame, known, frozenset(generated.tile.lane_ids)))
             spawns.append(generated.content.agents)
@@ -130,10 +143,12 @@ def build_corpus(config: CorpusConfig) -> Tiles:
 
     if config.context not in ("request", "halves"):
         raise ConfigError(f"context must be 'request' or 'halves', got {config.context!r}", field="context")
+    if config.growth not in GROWTHS:
+        raise ConfigError(f"growth must be one of {', '.join(GROWTHS)}, got {config.growth!r}", field="growth")
     rng = np.random.default_rng(config.seed)
     crops: list[TileTensors] = []
     for _ in range(config.worlds):
-        graph, grown, agents = grow_world(config.generator, config.tiles_per_world, rng)
+        graph, grown, agents = grow_world(config.generator, config.tiles_per_world, rng, config.growth)
         for made in grown:
             tile = crop_tile(graph, made.frame, agents, config.max_lanes, config.max_agents,
                              made=made if config.context == "request" else None)

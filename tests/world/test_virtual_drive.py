@@ -1,0 +1,51 @@
+"""A virtual ego drives a streaming world's lanes and the world covers the road ahead of it."""
+
+import numpy as np
+import pytest
+
+from vectorworld.generation import make_generator
+from vectorworld.world import StreamingWorld, WorldConfig
+from vectorworld.world.virtual_drive import VirtualDrive
+
+
+def _drive(seed: int, steps: int) -> tuple[StreamingWorld, list[tuple[np.ndarray, float]], list[list]]:
+    world = StreamingWorld(make_generator("procedural"), np.random.default_rng(seed),
+                           WorldConfig(max_tiles_per_update=1, retention_m=1e9))
+    first = world.start(np.array([100.0, -50.0]), 0.7)
+    drive = VirtualDrive(world, first, np.random.default_rng(seed))
+    poses, made = [drive.pose], []
+    for _ in range(steps):
+        tiles = drive.step()
+        if tiles is None:
+            break
+        poses.append(drive.pose)
+        made.append(tiles)
+    return world, poses, made
+
+
+def test_the_ego_drives_its_lanes_and_the_world_covers_the_road_ahead_of_it() -> None:
+    world, poses, made = _drive(3, 60)
+    assert len(poses) == 61                                     # a city road never ends in 480 m
+    start_xy, start_yaw = poses[0]
+    rel = np.array([100.0, -50.0]) - start_xy                   # on a road through the first tile's centre
+    assert abs(start_yaw - 0.7) < 0.5 and abs(rel[1] * np.cos(start_yaw) - rel[0] * np.sin(start_yaw)) < 6.0
+    for xy, _ in poses:                                         # always on a lane of the world
+        assert world.graph.nearest(xy, None, 1.0)[0] >= 0
+    steps = [float(np.linalg.norm(b[0] - a[0])) for a, b in zip(poses[:-1], poses[1:], strict=True)]
+    assert np.median(steps) == pytest.approx(8.0, abs=0.05)     # 8 m of lane per step (less round a turn)
+    assert max(steps) <= 8.0 + 1e-6
+    travelled = np.linalg.norm(poses[-1][0] - poses[0][0])
+    assert travelled > 200.0
+    tiles = [(k, t) for k, step in enumerate(made) for t in step if not t.tile.fallback]
+    assert len(tiles) >= 8
+    for k, tile in tiles:                                       # made at a port ahead of the ego, within reach
+        xy, yaw = poses[k + 1]
+        rel = tile.tile.center_xy - xy
+        assert np.linalg.norm(rel) <= 90.0 + 1e-6 and rel @ [np.cos(yaw), np.sin(yaw)] > 0.0
+
+
+def test_a_drive_is_deterministic_per_seed() -> None:
+    a, b, c = _drive(5, 25), _drive(5, 25), _drive(6, 25)
+    assert [p[0].tolist() for p in a[1]] == [p[0].tolist() for p in b[1]]
+    assert sorted(a[0].graph.lanes) == sorted(b[0].graph.lanes)
+    assert [p[0].tolist() for p in a[1]] != [p[0].tolist() for p in c[1]]
