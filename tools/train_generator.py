@@ -46,7 +46,7 @@ from vectorworld.generation.learned.tile_tensors import TileTensors  # noqa: E40
 from vectorworld.generation.learned.vae import VAEConfig  # noqa: E402
 from vectorworld.train.generator_run import RunConfig, run_training, write_record  # noqa: E402
 from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, save_corpus  # noqa: E402
-from vectorworld.train.tile_data import load_training_tiles  # noqa: E402
+from vectorworld.train.tile_data import concat_tiles, load_training_tiles  # noqa: E402
 
 VARIANTS = {"main": {}, "nogate": {"edge_gating": False}, "fm": {"flow_matching_only": True}}
 """The shipped model and its ablations (edge gating off; plain flow matching)."""
@@ -89,7 +89,8 @@ def plot_curve(curve: list[dict[str, float]], history: list[tuple[int, dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "generator")
-    parser.add_argument("--corpus", type=Path, default=None, help="training tiles (corpus .npz / folder / dataset)")
+    parser.add_argument("--corpus", type=Path, action="append", default=None,
+                        help="training tiles (corpus .npz / folder / dataset); repeat to train on several")
     parser.add_argument("--heldout", type=Path, default=None, help="held-out tiles for the curve")
     parser.add_argument("--build-worlds", type=int, default=400, help="procedural worlds when no --corpus")
     parser.add_argument("--resume", action="store_true", help="continue <out>/run_state.pt")
@@ -135,7 +136,7 @@ def main() -> None:
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.corpus is not None:
-        tiles = load_training_tiles(args.corpus)
+        tiles = concat_tiles([load_training_tiles(path) for path in args.corpus])
     else:
         tiles = build_corpus(CorpusConfig(worlds=args.build_worlds, seed=args.seed))
         save_corpus(args.out / "corpus.npz", tiles)

@@ -71,3 +71,16 @@ def test_shard_tile_without_new_lanes_is_skipped(dataset: Path) -> None:
     shard["lane_points"] = shard["lane_points"].copy()
     shard["lane_points"][..., 0] = -np.abs(shard["lane_points"][..., 0]) - 1.0    # every lane behind the anchor
     assert shard_tile(shard, 0, 40, 24) is None
+
+
+def test_several_sources_train_as_one_set_in_order(dataset: Path) -> None:
+    from vectorworld.train.tile_data import concat_tiles
+
+    a = load_training_tiles(dataset)
+    b = {k: v[:2] for k, v in a.items()}
+    both = concat_tiles([a, b])
+    n = len(a["lane_valid"])
+    assert set(both) == set(a) and len(both["lane_valid"]) == n + 2
+    for key in a:
+        np.testing.assert_array_equal(both[key][:n], a[key])
+        np.testing.assert_array_equal(both[key][n:], b[key])

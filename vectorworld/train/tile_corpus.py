@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.base import AgentSpawns, TileFrame
+from vectorworld.generation.base import AgentSpawns, TileFrame, TileGenerator
 from vectorworld.generation.learned.tile_context import clip_to_square
 from vectorworld.generation.learned.tile_tensors import (
     HALF_TILE_M,
@@ -106,16 +106,17 @@ def _concat_spawns(spawns: list[AgentSpawns]) -> AgentSpawns:
     return AgentSpawns(**{k: np.concatenate([getattr(s, k) for s in spawns]) for k in fields})
 
 
-def grow_world(generator_name: str, tiles: int, rng: np.random.Generator, growth: str = "ends"
+def grow_world(generator: str | TileGenerator, tiles: int, rng: np.random.Generator, growth: str = "ends"
                ) -> tuple[LaneGraph, list[GrownTile], AgentSpawns]:
-    """Grow one world of about ``tiles`` tiles (at random open out ports, or ahead of a virtual ego with
-    ``growth="drive"``); returns its lane graph, every tile after the first (frame, lanes known before it,
-    its new lanes; straight fallback lanes are no tiles) and all spawned agents (global frame)."""
+    """Grow one world of about ``tiles`` tiles with a generator (or a registered generator's name), at random
+    open out ports, or ahead of a virtual ego with ``growth="drive"``; returns its lane graph, every tile
+    after the first (frame, lanes known before it, its new lanes; straight fallback lanes are no tiles) and
+    all spawned agents (global frame)."""
     from vectorworld.generation import make_generator
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
     from vectorworld.world.virtual_drive import VirtualDrive
 
-    world = StreamingWorld(make_generator(generator_name), rng,
+    world = StreamingWorld(make_generator(generator) if isinstance(generator, str) else generator, rng,
                            WorldConfig(max_tiles_per_update=1, retention_m=1e9))
     first = world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
     drive = VirtualDrive(world, first, rng) if growth == "drive" else None

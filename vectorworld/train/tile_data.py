@@ -101,6 +101,11 @@ def _npz_tiles(path: Path, max_lanes: int, max_agents: int) -> Tiles:
     return stack_tiles(tiles).as_dict()
 
 
+def concat_tiles(sources: list[Tiles]) -> Tiles:
+    """Stacked tiles of several sources (same capacity) as one set, in order."""
+    return {k: np.concatenate([tiles[k] for tiles in sources]) for k in sources[0]}
+
+
 def load_training_tiles(path: str | Path, max_lanes: int = 40, max_agents: int = 24) -> Tiles:
     """Stacked training tiles (dict of :class:`TileTensors` fields, leading dimension N) from ``path``: a
     dataset folder, a folder with ``corpus.npz``, a corpus ``.npz`` or a dataset shard (module docstring).
