@@ -46,7 +46,7 @@ def test_kept_vehicles_follow_their_lane_moving_ones_on_its_centre_and_others_ke
     off = np.radians(20.0)
     state = np.array([[10.0, 1.5, 5.0, np.cos(off), np.sin(off), 4.5, 2.0],          # moving, 20 deg off
                       [20.0, 4.3, 0.0, np.cos(off), np.sin(off), 4.5, 2.0],          # parked 2.3 m beside
-                      [5.0, 2.0, 1.0, np.cos(1.0), np.sin(1.0), 0.6, 0.6],           # pedestrian
+                      [5.0, 6.0, 1.0, np.cos(1.0), np.sin(1.0), 0.6, 0.6],           # pedestrian, 5.5 m off
                       [25.0, 2.5, 5.0, np.cos(0.8), np.sin(0.8), 4.5, 2.0]])         # vehicle, 40 deg off
     keep, lane_of, pose = filter_spawns(state, np.array([0, 0, 1, 0]), [lane], np.zeros((0, 2)),
                                         SpawnFilterConfig())
@@ -56,22 +56,23 @@ def test_kept_vehicles_follow_their_lane_moving_ones_on_its_centre_and_others_ke
     np.testing.assert_allclose(pose[0, 1], pose[0, 0] * 0.1, atol=1e-9)          # on the centreline
     np.testing.assert_allclose(np.hypot(*(pose[0, :2] - [10.0, 1.5])), abs(0.5 * np.cos(heading)), atol=1e-9)
     assert pose[1, :2].tolist() == [20.0, 4.3]                                    # parked: stays at the curb
-    assert pose[2].tolist() == [5.0, 2.0, np.arctan2(np.sin(1.0), np.cos(1.0))]
+    assert pose[2].tolist() == [5.0, 6.0, np.arctan2(np.sin(1.0), np.cos(1.0))]
 
 
-def test_cyclists_ride_a_lane_and_only_agents_standing_on_a_lane_get_one() -> None:
+def test_cyclists_ride_a_lane_pedestrians_stand_off_it_and_only_agents_on_a_lane_get_one() -> None:
     """A cyclist is routed by the session like a car: off every lane it is dropped, on one it takes the
-    lane's heading and keeps its offset (near the curb). A pedestrian away from the lanes gets no lane: a
-    lane id there would hand it a route it stands 10 m beside."""
+    lane's heading and keeps its offset (near the curb). A pedestrian on the carriageway would stand in
+    traffic: dropped; one away from the lanes is kept without a lane (a lane id would hand the session a
+    route it stands 10 m beside)."""
     from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
 
     lane = np.array([[0.0, 0.0], [30.0, 0.0]])
     state = np.array([[10.0, 1.2, 4.0, np.cos(0.2), np.sin(0.2), 1.8, 0.7],     # cyclist 1.2 m right of centre
                       [15.0, 12.0, 4.0, 1.0, 0.0, 1.8, 0.7],                      # cyclist 12 m off the lane
                       [20.0, 10.0, 1.0, 0.0, 1.0, 0.6, 0.6],                      # pedestrian 10 m off
-                      [25.0, 0.5, 1.0, 1.0, 0.0, 0.6, 0.6]])                      # pedestrian on the lane
+                      [25.0, 2.0, 1.0, 1.0, 0.0, 0.6, 0.6]])                      # pedestrian 2 m off
     keep, lane_of, pose = filter_spawns(state, np.array([2, 2, 1, 1]), [lane], np.zeros((0, 2)),
                                         SpawnFilterConfig())
-    assert keep.tolist() == [True, False, True, True]
-    assert lane_of.tolist() == [0, -1, -1, 0]
+    assert keep.tolist() == [True, False, True, False]
+    assert lane_of.tolist() == [0, -1, -1, -1]
     assert pose[0].tolist() == [10.0, 1.2, 0.0]

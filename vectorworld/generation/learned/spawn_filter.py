@@ -4,9 +4,10 @@ Moving vehicles must lie within ``max_lane_offset_m`` of a lane centreline, stan
 ``max_parked_offset_m`` (cars parked at the curb stand beside the lane: 2.45 m from its centre in the
 procedural city; 2.5 m is where DESIGN §8's ``offlane_rate`` starts), and within ``max_heading_rad`` of its
 direction. Cyclists ride lanes too (the session routes them): the same test at the moving reach, and they
-keep their offset (they ride near the curb). Pedestrians and other road users only need to be inside the
-tile, and get a lane only where they stand on one. Boxes may not overlap each other, and no spawn may come
-closer than ``clearance_m`` + its half length to an agent already in the world.
+keep their offset (they ride near the curb). Pedestrians stand off the carriageway (``walker_clearance_m``
+from every lane). Other road users only need to be inside the tile. Only agents on a lane get one. Boxes
+may not overlap each other, and no spawn may come closer than ``clearance_m`` + its half length to an agent
+already in the world.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from vectorworld import geometry
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M
 
-VEHICLE, CYCLIST = 0, 2
+VEHICLE, PEDESTRIAN, CYCLIST = 0, 1, 2
 """Tile-tensor agent types (WOMD type - 1, see tile_corpus) of the road users that must ride a lane."""
 
 
@@ -32,20 +33,15 @@ class SpawnFilterConfig:
     clearance_m: float = 1.0
     min_x_m: float = 0.0
     """Spawns must lie in the generated half (tile-frame x >= this)."""
+    walker_clearance_m: float = 2.5
+    """Pedestrians stand off the carriageway: at least this far from every lane centreline (the procedural
+    city puts its sidewalks 4-5 m out; a decoded pedestrian on a lane would stand in traffic)."""
 
 
-def nearest_lane(xy: np.ndarray, yaw: np.ndarray, lanes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray,
-                                                                                    np.ndarray]:
-    """For points (M, 2) with headings (M,): index of the best lane (M,) (-1 if none), distance to its
-    centreline (M,) m and absolute heading error (M,) rad. Lanes are polylines (N_i, 2), same frame.
-
-    The best lane minimises offset + 4 m per rad of heading error (the first on ties); the heading is the
-    one of the lane's segment nearest to the point. All lanes in one batch: their segments padded to the
-    longest lane's (a padded segment is never nearest).
-    """
-    m = len(xy)
-    if m == 0 or not lanes:
-        return np.full(m, -1, np.int64), np.full(m, np.inf), np.full(m, np.pi)
+def _segment_offsets(xy: np.ndarray, lanes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Distance (M, K) of points (M, 2) to each lane's centreline, and the unit direction (M, K, 2) of the
+    lane's segment nearest to each point. All lanes in one batch: their segments padded to the longest
+    lane's (a padded segment is never nearest)."""
     width = max(len(p) for p in lanes) - 1
     a = np.zeros((len(lanes), width, 2))
     ab = np.zeros((len(lanes), width, 2))
@@ -58,11 +54,33 @@ def nearest_lane(xy: np.ndarray, yaw: np.ndarray, lanes: list[np.ndarray]) -> tu
     dist2 = np.where(real[None], np.sum(gap * gap, -1), np.inf)
     seg = dist2.argmin(2)                                                          # (M, K)
     off = np.sqrt(np.take_along_axis(dist2, seg[..., None], 2)[..., 0])
-    d = ab[np.arange(len(lanes))[None], seg] / np.sqrt(len2[np.arange(len(lanes))[None], seg])[..., None]
+    lanes_k = np.arange(len(lanes))[None]
+    return off, ab[lanes_k, seg] / np.sqrt(len2[lanes_k, seg])[..., None]
+
+
+def nearest_lane(xy: np.ndarray, yaw: np.ndarray, lanes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray,
+                                                                                    np.ndarray]:
+    """For points (M, 2) with headings (M,): index of the best lane (M,) (-1 if none), distance to its
+    centreline (M,) m and absolute heading error (M,) rad. Lanes are polylines (N_i, 2), same frame.
+
+    The best lane minimises offset + 4 m per rad of heading error (the first on ties); the heading is the
+    one of the lane's segment nearest to the point.
+    """
+    m = len(xy)
+    if m == 0 or not lanes:
+        return np.full(m, -1, np.int64), np.full(m, np.inf), np.full(m, np.pi)
+    off, d = _segment_offsets(xy, lanes)
     err = np.abs(geometry.wrap_angle(yaw[:, None] - np.arctan2(d[..., 1], d[..., 0])))
     best = np.argmin(off + 4.0 * err, 1)
     rows = np.arange(m)
     return best.astype(np.int64), off[rows, best], err[rows, best]
+
+
+def lane_clearance(xy: np.ndarray, lanes: list[np.ndarray]) -> np.ndarray:
+    """Distance (M,) m of points (M, 2) to the nearest lane centreline (inf without lanes)."""
+    if len(xy) == 0 or not lanes:
+        return np.full(len(xy), np.inf)
+    return _segment_offsets(xy, lanes)[0].min(1)
 
 
 def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndarray],
@@ -92,6 +110,9 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     reach = np.where(parked, config.max_parked_offset_m, config.max_lane_offset_m)
     on_lane = (lane >= 0) & (off <= reach) & (err <= config.max_heading_rad)
     keep = inside & (~rider | on_lane)
+    walker = agent_type == PEDESTRIAN
+    if walker.any():
+        keep[walker] &= lane_clearance(xy[walker], lanes) >= config.walker_clearance_m
     if len(existing_xy):
         gap = np.linalg.norm(xy[:, None] - existing_xy[None], axis=-1).min(1)
         keep &= gap >= state[:, 5] / 2.0 + 2.5 + config.clearance_m
