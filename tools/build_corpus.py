@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from vectorworld.train.taught_corpus import TaughtConfig, build_taught_corpus  # noqa: E402
 from vectorworld.train.tile_corpus import GROWTHS, CorpusConfig, build_corpus, save_corpus  # noqa: E402
 
 
@@ -31,20 +30,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--student", default=None,
                         help="a generator spec whose own worlds are cropped, with --teacher's answers as targets")
-    parser.add_argument("--teacher", default="procedural")
+    parser.add_argument("--teacher", default="procedural", help="the generator that answers --student's requests")
     args = parser.parse_args()
 
     import torch
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    if args.student is None:
-        tiles = build_corpus(CorpusConfig(worlds=args.worlds, tiles_per_world=args.tiles_per_world,
-                                          seed=args.seed, growth=args.growth))
-    else:
-        tiles = build_taught_corpus(TaughtConfig(student=args.student, teacher=args.teacher, worlds=args.worlds,
-                                                 tiles_per_world=args.tiles_per_world, seed=args.seed,
-                                                 growth=args.growth))
+    tiles = build_corpus(CorpusConfig(worlds=args.worlds, tiles_per_world=args.tiles_per_world, seed=args.seed,
+                                      growth=args.growth, generator=args.student or "procedural",
+                                      teacher=args.teacher if args.student else ""))
     path = save_corpus(args.out, tiles)
     print(f"{len(tiles['lane_valid'])} tiles -> {path} in {time.perf_counter() - start:.0f} s")
 

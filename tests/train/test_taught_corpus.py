@@ -10,7 +10,8 @@ from vectorworld.errors import ConfigError
 from vectorworld.generation.base import AgentSpawns, TileContent, TileGenerator, TileRequest
 from vectorworld.generation.learned.tile_tensors import EDGE_SUCC
 from vectorworld.scene import Lane
-from vectorworld.train.taught_corpus import Taught, TaughtConfig, build_taught_corpus
+from vectorworld.train.taught_corpus import Taught
+from vectorworld.train.tile_corpus import CorpusConfig, build_corpus
 from vectorworld.world import StreamingWorld, WorldConfig
 
 
@@ -50,9 +51,9 @@ def test_the_student_grows_the_world_and_the_teachers_answer_is_the_target() -> 
             assert cond[j] and np.allclose(tile.lane_points[j, -1], pts[0], atol=1e-4)
 
 
-def test_a_taught_corpus_is_a_training_corpus_and_refuses_an_unknown_growth() -> None:
-    tiles = build_taught_corpus(TaughtConfig(student="test-straight", teacher="test-straight", worlds=1,
-                                             tiles_per_world=4, growth="ends", max_lanes=12, max_agents=8))
+def test_a_taught_corpus_is_a_training_corpus_cropped_as_requested() -> None:
+    tiles = build_corpus(CorpusConfig(generator="test-straight", teacher="test-straight", worlds=1,
+                                      tiles_per_world=4, max_lanes=12, max_agents=8))
     assert tiles["lane_points"].shape[1:] == (12, 20, 2) and len(tiles["lane_valid"]) == 3
-    with pytest.raises(ConfigError, match="growth"):
-        build_taught_corpus(TaughtConfig(student="test-straight", growth="sideways"))
+    with pytest.raises(ConfigError, match="context"):
+        build_corpus(CorpusConfig(generator="test-straight", teacher="test-straight", context="halves"))

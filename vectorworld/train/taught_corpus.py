@@ -6,36 +6,20 @@ than on procedural worlds (the fallback share grows as its world grows). Here th
 generator) grows the worlds, and every request it is asked is also put to a *teacher* (the procedural
 generator, the student's own fallback): the crop pairs the lanes known at the request with the teacher's
 answer. Trained on these as well, the student learns to continue its own roads as the teacher would.
+``build_corpus(CorpusConfig(generator="learned:DIR", teacher="procedural", growth="drive"))`` builds one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from vectorworld.generation.base import IdAllocator, TileContent, TileFrame, TileGenerator, TileRequest
-from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, TileTensors, stack_tiles
+from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, TileTensors
 from vectorworld.scene import LaneGraph
-from vectorworld.train.tile_corpus import GROWTHS, GrownTile, Tiles, crop_tile, grow_world
+from vectorworld.train.tile_corpus import CorpusConfig, GrownTile, crop_tile, grow_world
 
 NEAR_M = HALF_TILE_M * np.sqrt(2.0) + 16.0
 """Known lanes within this of a request's centre go into its crop (the crop keeps those in the square)."""
-
-
-@dataclass(frozen=True)
-class TaughtConfig:
-    """Worlds the ``student`` grows (a registered generator spec, e.g. ``learned:path``), answered by the
-    ``teacher``; growth, seed and crop capacity as in :class:`~vectorworld.train.tile_corpus.CorpusConfig`."""
-
-    student: str
-    teacher: str = "procedural"
-    worlds: int = 20
-    tiles_per_world: int = 12
-    seed: int = 0
-    growth: str = "drive"
-    max_lanes: int = 40
-    max_agents: int = 24
 
 
 def taught_crop(request: TileRequest, answer: TileContent, max_lanes: int, max_agents: int) -> TileTensors:
@@ -71,18 +55,14 @@ class Taught(TileGenerator):
         return self.student.generate(request)
 
 
-def build_taught_corpus(config: TaughtConfig) -> Tiles:
-    """Grow ``config.worlds`` student worlds and crop every request with the teacher's answer; stacked tile
-    arrays in the format of :func:`~vectorworld.train.tile_corpus.build_corpus`."""
-    from vectorworld.errors import ConfigError
+def taught_crops(config: CorpusConfig) -> list[TileTensors]:
+    """Grow ``config.worlds`` worlds with ``config.generator`` (the student) and crop every request it was
+    asked with ``config.teacher``'s answer; crops without known or without new lanes are left out."""
     from vectorworld.generation import make_generator
 
-    if config.growth not in GROWTHS:
-        raise ConfigError(f"growth must be one of {', '.join(GROWTHS)}, got {config.growth!r}", field="growth")
-    taught = Taught(make_generator(config.student), make_generator(config.teacher), config.max_lanes,
+    taught = Taught(make_generator(config.generator), make_generator(config.teacher), config.max_lanes,
                     config.max_agents)
     rng = np.random.default_rng(config.seed)
     for _ in range(config.worlds):
         grow_world(taught, config.tiles_per_world, rng, config.growth)
-    crops = [t for t in taught.crops if t.lane_cond.any() and (t.lane_valid & ~t.lane_cond).any()]
-    return stack_tiles(crops).as_dict()
+    return [t for t in taught.crops if t.lane_cond.any() and (t.lane_valid & ~t.lane_cond).any()]

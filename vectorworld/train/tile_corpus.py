@@ -57,6 +57,9 @@ class CorpusConfig:
     """``request`` | ``halves``: which lanes are the condition (see the module docstring)."""
     growth: str = "ends"
     """``ends`` | ``drive``: how worlds grow (see the module docstring)."""
+    teacher: str = ""
+    """A registered generator that answers every request of ``generator``'s worlds; its answers are then the
+    targets (:mod:`vectorworld.train.taught_corpus`). '' = the generator's own tiles are."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,13 @@ def build_corpus(config: CorpusConfig) -> Tiles:
         raise ConfigError(f"context must be 'request' or 'halves', got {config.context!r}", field="context")
     if config.growth not in GROWTHS:
         raise ConfigError(f"growth must be one of {', '.join(GROWTHS)}, got {config.growth!r}", field="growth")
+    if config.teacher and config.context != "request":
+        raise ConfigError("a teacher's answers are cropped as requested: context must be 'request'",
+                          field="context")
+    if config.teacher:
+        from vectorworld.train.taught_corpus import taught_crops
+
+        return stack_tiles(taught_crops(config)).as_dict()
     rng = np.random.default_rng(config.seed)
     crops: list[TileTensors] = []
     for _ in range(config.worlds):
