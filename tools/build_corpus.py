@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from vectorworld.train.tile_corpus import GROWTHS, CorpusConfig, build_corpus, save_corpus  # noqa: E402
+from vectorworld.train.tile_corpus import CorpusConfig, build_corpus, save_corpus  # noqa: E402
+from vectorworld.world.growth import GROWTHS  # noqa: E402
 
 
 def main() -> None:

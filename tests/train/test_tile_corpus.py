@@ -71,12 +71,22 @@ def test_a_request_crop_conditions_on_the_lanes_known_when_the_tile_was_made() -
 
 
 def test_a_driven_world_is_cropped_at_the_requests_an_episode_makes() -> None:
-    """growth="drive": the tiles of a world covered ahead of a virtual ego, each asked with every lane made
-    before it known; every crop has known lanes and new ones; an unknown growth is refused by name."""
+    """growth="drive": the world's tiles are those a virtual ego's drive asks for (the growth calls of
+    vectorworld.world.growth, drawing from the same seed), each asked with every lane made before it known;
+    every crop has known lanes and new ones; an unknown growth is refused by name."""
+    from vectorworld.generation import make_generator
+    from vectorworld.world import StreamingWorld, WorldConfig
+    from vectorworld.world.growth import grower
+
     graph, grown, _ = grow_world("procedural", 8, np.random.default_rng(4), growth="drive")
-    assert len(grown) == 7
-    first_known = grown[0].known
-    assert first_known and all(first_known < made.known for made in grown[1:])
+    rng = np.random.default_rng(4)
+    world = StreamingWorld(make_generator("procedural"), rng, WorldConfig(max_tiles_per_update=1, retention_m=1e9))
+    grow = grower(world, world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi))), rng, "drive")
+    frames = []
+    while len(frames) < 7:
+        frames += [t.tile.center_xy.tolist() for t in grow(None)]
+    assert [made.frame.center_xy.tolist() for made in grown] == frames
+    assert all(a.known | a.new <= b.known for a, b in zip(grown[:-1], grown[1:], strict=True))
     tiles = build_corpus(CorpusConfig(worlds=1, tiles_per_world=8, seed=4, growth="drive"))
     assert len(tiles["lane_valid"]) >= 5
     assert (tiles["lane_cond"].any(1) & (tiles["lane_valid"] & ~tiles["lane_cond"]).any(1)).all()

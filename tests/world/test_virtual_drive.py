@@ -1,10 +1,14 @@
-"""A virtual ego drives a streaming world's lanes and the world covers the road ahead of it."""
+"""A virtual ego drives a streaming world's lanes and the world covers the road ahead of it; growth calls."""
 
 import numpy as np
 import pytest
 
+from vectorworld.errors import ConfigError
 from vectorworld.generation import make_generator
+from vectorworld.generation.base import AgentSpawns, IdAllocator, TileContent, TileFrame, TileGenerator, TileRequest
 from vectorworld.world import StreamingWorld, WorldConfig
+from vectorworld.world.growth import grower
+from vectorworld.world.streaming import GeneratedTile
 from vectorworld.world.virtual_drive import VirtualDrive
 
 
@@ -49,3 +53,44 @@ def test_a_drive_is_deterministic_per_seed() -> None:
     assert [p[0].tolist() for p in a[1]] == [p[0].tolist() for p in b[1]]
     assert sorted(a[0].graph.lanes) == sorted(b[0].graph.lanes)
     assert [p[0].tolist() for p in a[1]] != [p[0].tolist() for p in c[1]]
+
+
+class _Silent(TileGenerator):
+    """Draws a straight first tile, then answers nothing: every port ends in a straight fallback lane."""
+
+    name = "silent"
+
+    def first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator) -> TileContent:
+        return make_generator("procedural").first_tile(frame, lane_ids, rng)
+
+    def generate(self, request: TileRequest) -> TileContent:
+        return TileContent((), (), AgentSpawns.none())
+
+
+def _started(generator: TileGenerator, seed: int) -> tuple[StreamingWorld, GeneratedTile, np.random.Generator]:
+    rng = np.random.default_rng(seed)
+    world = StreamingWorld(generator, rng, WorldConfig(max_tiles_per_update=1, retention_m=1e9))
+    return world, world.start(np.zeros(2), 0.3), rng
+
+
+def test_driven_growth_is_the_virtual_drive_without_its_straight_fallbacks() -> None:
+    grow = grower(*_started(make_generator("procedural"), 2), "drive")
+    drive = VirtualDrive(*_started(make_generator("procedural"), 2))
+    ends = grower(*_started(make_generator("procedural"), 2), "ends")
+    driven, stepped, at_ends = [], [], []
+    for _ in range(30):
+        driven += [t.tile.center_xy.tolist() for t in grow(None)]
+        stepped += [t.tile.center_xy.tolist() for t in drive.step()]
+        at_ends += [t.tile.center_xy.tolist() for t in ends(None)]
+    assert len(driven) >= 5 and driven == stepped and driven[:5] != at_ends[:5]
+
+    grow = grower(*_started(_Silent(), 0), "drive")
+    drive = VirtualDrive(*_started(_Silent(), 0))
+    straight = 0
+    for _ in range(12):
+        made, grown = drive.step() or [], grow(None) or []
+        straight += sum(t.tile.fallback for t in made)
+        assert [t.tile.id for t in grown] == [t.tile.id for t in made if not t.tile.fallback]
+    assert straight >= 1                                        # the drive met straight lanes; growth left them out
+    with pytest.raises(ConfigError, match="growth"):
+        grower(*_started(_Silent(), 0), "spiral")

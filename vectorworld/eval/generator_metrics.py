@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.errors import ConfigError
 from vectorworld.generation.base import (
     AgentSpawns,
     IdAllocator,
@@ -98,17 +97,15 @@ class GrownWorlds:
 def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, seed: int,
                 max_tiles: int | None = None, growth: str = "ends") -> GrownWorlds:
     """Grow worlds tile by tile at random open out ports, or ahead of a virtual ego with ``growth="drive"``
-    (the two procedures of the training corpus, see :class:`~vectorworld.train.tile_corpus.CorpusConfig`).
+    (the two procedures of the training corpus, :mod:`vectorworld.world.growth`).
 
     Each world has its first tile plus up to ``tiles_per_world - 1`` outpainted tiles (the ones recorded;
     straight fallback lanes are none); ``max_tiles`` caps the outpainted tiles over all worlds (the last
     world is cut short, later ones are not grown)."""
-    from vectorworld.train.tile_corpus import DRIVE_CALLS_PER_TILE, GROWTHS
+    from vectorworld.world.growth import CALLS_PER_TILE, check_growth, grower
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
-    from vectorworld.world.virtual_drive import VirtualDrive
 
-    if growth not in GROWTHS:
-        raise ConfigError(f"growth must be one of {', '.join(GROWTHS)}, got {growth!r}", field="growth")
+    check_growth(growth)
 
     rng = np.random.default_rng(seed)
     out = GrownWorlds()
@@ -119,19 +116,16 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
             break
         world = StreamingWorld(generator, rng, WorldConfig(max_tiles_per_update=1, retention_m=1e9))
         first = world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
-        drive = VirtualDrive(world, first, rng) if growth == "drive" else None
+        grow = grower(world, first, rng, growth)
         records: list[TileRecord] = []
-        for _ in range(4 * tiles_per_world if drive is None else DRIVE_CALLS_PER_TILE * tiles_per_world):
+        for _ in range(CALLS_PER_TILE[growth] * tiles_per_world):
             if len(records) >= min(tiles_per_world - 1, left):
                 break
             placed = [r.agents.xy for r in records if len(r.agents)]  # new tiles spawn clear of them
-            placed_xy = np.concatenate(placed) if placed else None
-            grown = world.grow_at_random_end(rng, placed_xy) if drive is None else drive.step(placed_xy)
+            grown = grow(np.concatenate(placed) if placed else None)
             if grown is None:
                 break
             for made in grown:
-                if made.tile.fallback:
-                    continue
                 diag = getattr(generator, "last_diagnostics", None)
                 raw = None if diag is None or made.content.used_fallback else diag.raw_gaps_m
                 records.append(TileRecord(TileFrame(made.tile.center_xy, made.tile.yaw), made.tile.lane_ids,

@@ -37,10 +37,6 @@ from vectorworld.generation.learned.tile_tensors import (
 from vectorworld.scene import LaneGraph
 
 Tiles = dict[str, np.ndarray]
-GROWTHS = ("ends", "drive")
-"""How corpus and evaluation worlds grow: at random open ends, or ahead of a virtual ego."""
-DRIVE_CALLS_PER_TILE = 12
-"""Coverage calls a driven world may take per tile it is to grow (most calls find the road ahead covered)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ class CorpusConfig:
     context: str = "request"
     """``request`` | ``halves``: which lanes are the condition (see the module docstring)."""
     growth: str = "ends"
-    """``ends`` | ``drive``: how worlds grow (see the module docstring)."""
+    """``ends`` | ``drive``: how worlds grow (:mod:`vectorworld.world.growth`)."""
     teacher: str = ""
     """A registered generator that answers every request of ``generator``'s worlds; its answers are then the
     targets (:mod:`vectorworld.train.taught_corpus`). '' = the generator's own tiles are."""
@@ -116,25 +112,23 @@ def grow_world(generator: str | TileGenerator, tiles: int, rng: np.random.Genera
     after the first (frame, lanes known before it, its new lanes; straight fallback lanes are no tiles) and
     all spawned agents (global frame)."""
     from vectorworld.generation import make_generator
+    from vectorworld.world.growth import CALLS_PER_TILE, grower
     from vectorworld.world.streaming import StreamingWorld, WorldConfig
-    from vectorworld.world.virtual_drive import VirtualDrive
 
     world = StreamingWorld(make_generator(generator) if isinstance(generator, str) else generator, rng,
                            WorldConfig(max_tiles_per_update=1, retention_m=1e9))
     first = world.start(np.zeros(2), float(rng.uniform(-np.pi, np.pi)))
-    drive = VirtualDrive(world, first, rng) if growth == "drive" else None
+    grow = grower(world, first, rng, growth)
     grown: list[GrownTile] = []
     spawns = [first.content.agents]
-    for _ in range(4 * tiles if drive is None else DRIVE_CALLS_PER_TILE * tiles):
+    for _ in range(CALLS_PER_TILE[growth] * tiles):
         if len(grown) >= tiles - 1:
             break
         known = frozenset(world.graph.lanes)
-        made = world.grow_at_random_end(rng) if drive is None else drive.step()
+        made = grow(None)
         if made is None:
             break
-        for generated in made:
-            if generated.tile.fallback:
-                continue  # one tile per call (max_tiles_per_update=1): known is what it was asked with
+        for generated in made:  # one tile per call (max_tiles_per_update=1): known is what it was asked with
             frame = TileFrame(generated.tile.center_xy, generated.tile.yaw)
             grown.append(GrownTile(frame, known, frozenset(generated.tile.lane_ids)))
             spawns.append(generated.content.agents)
@@ -144,11 +138,11 @@ def grow_world(generator: str | TileGenerator, tiles: int, rng: np.random.Genera
 def build_corpus(config: CorpusConfig) -> Tiles:
     """Grow ``config.worlds`` worlds and crop every non-first tile; returns stacked tile arrays."""
     from vectorworld.errors import ConfigError
+    from vectorworld.world.growth import check_growth
 
     if config.context not in ("request", "halves"):
         raise ConfigError(f"context must be 'request' or 'halves', got {config.context!r}", field="context")
-    if config.growth not in GROWTHS:
-        raise ConfigError(f"growth must be one of {', '.join(GROWTHS)}, got {config.growth!r}", field="growth")
+    check_growth(config.growth)
     if config.teacher and config.context != "request":
         raise ConfigError("a teacher's answers are cropped as requested: context must be 'request'",
                           field="context")

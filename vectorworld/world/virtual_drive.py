@@ -38,9 +38,9 @@ class VirtualDrive:
         """The ego's position (2,) and heading (rad) on the first lane of its route."""
         lane = self.world.graph[self.routes.get(EGO)[0]]
         s = min(self.s_m, lane.length_m)
-        a, b = geometry.interpolate_polyline(lane.points, lane.arc_length, np.array([max(s - 0.5, 0.0), s + 0.5]))
-        end = geometry.interpolate_polyline(lane.points, lane.arc_length, np.array([s]))[0]
-        return end, float(np.arctan2(b[1] - a[1], b[0] - a[0]))
+        a, here, b = geometry.interpolate_polyline(lane.points, lane.arc_length,
+                                                   np.array([max(s - 0.5, 0.0), s, s + 0.5]))
+        return here, float(np.arctan2(b[1] - a[1], b[0] - a[0]))
 
     def step(self, agents_xy: np.ndarray | None = None) -> list[GeneratedTile] | None:
         """Drive on, then let the world cover the road ahead (``agents_xy`` (M, 2): agents new tiles must not
@@ -57,9 +57,7 @@ class VirtualDrive:
         if self.s_m > graph[route[0]].length_m and route[0] in self.world.dead_ends:
             return None
         xy, yaw = self.pose
-        agents = np.zeros((0, 2)) if agents_xy is None else agents_xy
-        made = self.world.ensure_coverage(xy, yaw, route[-1], agents)
-        return made
+        return self.world.ensure_coverage(xy, yaw, route[-1], np.zeros((0, 2)) if agents_xy is None else agents_xy)
 
 
 def _start_lane(first: GeneratedTile) -> Lane:
