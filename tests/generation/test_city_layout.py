@@ -10,11 +10,10 @@ from shapely.geometry import LineString
 from tests.generation.grown_world import grow
 from tests.generation.procedural_checks import continuity_violations, crossing_violations
 from vectorworld import geometry
-from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest
+from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest, tile_ports
 from vectorworld.generation.procedural.city_plan import CityPlan
 from vectorworld.generation.procedural.generator import ProceduralGenerator
 from vectorworld.scene import Lane, LaneGraph, LaneType
-from vectorworld.world.ports import tile_ports
 
 SEEDS = (0, 3, 8)
 

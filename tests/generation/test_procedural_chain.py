@@ -15,10 +15,9 @@ from tests.generation.procedural_checks import (
     overlap_violations,
 )
 from vectorworld.generation import make_generator
-from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
+from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest, tile_ports
 from vectorworld.generation.procedural.generator import ProceduralGenerator
 from vectorworld.scene import LaneGraph, LaneType
-from vectorworld.world.ports import tile_ports
 
 CHAIN_TILES = 30
 PORT_MARGIN_M = 3.0

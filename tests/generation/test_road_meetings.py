@@ -7,12 +7,11 @@ import numpy as np
 
 from tests.generation.procedural_checks import continuity_violations, crossing_violations, dead_end_violations
 from vectorworld import geometry
-from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest
+from vectorworld.generation.base import IdAllocator, Port, TileFrame, TileRequest, tile_ports
 from vectorworld.generation.procedural.generator import ProceduralGenerator
 from vectorworld.generation.procedural.occupancy import HomeZone, Occupancy
 from vectorworld.generation.procedural.turnarounds import TURN_RADIUS_M, keyhole_path
 from vectorworld.scene import Lane, LaneGraph, LaneType
-from vectorworld.world.ports import tile_ports
 
 
 def _straight(lane_id: int, a: tuple[float, float], b: tuple[float, float], n: int = 30) -> Lane:

@@ -7,11 +7,10 @@ import pytest
 
 from tests.generation.grown_world import GrownWorld, grow
 from vectorworld import geometry
-from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest
+from vectorworld.generation.base import IdAllocator, TileFrame, TileRequest, tile_ports
 from vectorworld.generation.procedural.generator import ProceduralGenerator
 from vectorworld.generation.procedural.spawning import STOP_MARGIN_M, SpawnConfig
 from vectorworld.scene import AgentType, LaneType
-from vectorworld.world.ports import tile_ports
 
 
 @pytest.fixture(scope="module")

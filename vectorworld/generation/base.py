@@ -69,6 +69,29 @@ class TileFrame:
         return geometry.in_square(xy, self.center_xy, self.yaw, self.size_m / 2.0 + margin_m)
 
 
+def open_ports(graph: LaneGraph, near_xy: np.ndarray, radius_m: float) -> list[Port]:
+    """Open lane ends of ``graph`` within ``radius_m`` of ``near_xy``: ends without successor (out ports)
+    and starts without predecessor (in ports), in lane id order."""
+    ports = []
+    for lane_id in graph.near(near_xy, radius_m):
+        lane = graph[lane_id]
+        if not lane.successors:
+            xy, yaw = lane.end_pose
+            if np.linalg.norm(xy - near_xy) <= radius_m:
+                ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, True))
+        if not lane.predecessors:
+            xy, yaw = lane.start_pose
+            if np.linalg.norm(xy - near_xy) <= radius_m:
+                ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, False))
+    return ports
+
+
+def tile_ports(graph: LaneGraph, frame: TileFrame, margin_m: float) -> list[Port]:
+    """The open ports a tile at ``frame`` is given: those inside its square grown by ``margin_m``."""
+    radius = frame.size_m / np.sqrt(2.0) + margin_m
+    return [p for p in open_ports(graph, frame.center_xy, radius) if frame.contains(p.xy, margin_m)]
+
+
 @dataclass(frozen=True)
 class AgentSpawns:
     """Agents a generator places in a new tile. All arrays have a leading dimension A.

@@ -6,8 +6,8 @@ because its tile would have cut across a road next to moving traffic. It also ke
 (coverage calls) and the last *quiet look* -- a call that found no open port -- so an unchanged world is
 not searched again every step.
 
-:func:`open_ports` and :func:`tile_ports` say which lane ends are open ports, and which of them a tile
-generated at a frame is given.
+Which lane ends are open ports, and which of them a tile at a frame is given, is the generator contract's
+(:func:`~vectorworld.generation.base.open_ports`, :func:`~vectorworld.generation.base.tile_ports`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from vectorworld.generation.base import Port, TileFrame
-from vectorworld.scene import LaneGraph
 
 
 @dataclass(frozen=True)
@@ -111,26 +108,3 @@ def any_within(points: np.ndarray, others: np.ndarray, radius_m: float) -> bool:
         return False
     delta = points[:, None] - others[None]
     return bool((np.einsum("pmk,pmk->pm", delta, delta) < radius_m * radius_m).any())
-
-
-def open_ports(graph: LaneGraph, near_xy: np.ndarray, radius_m: float) -> list[Port]:
-    """Open lane ends of ``graph`` within ``radius_m`` of ``near_xy``: ends without successor (out ports)
-    and starts without predecessor (in ports), in lane id order."""
-    ports = []
-    for lane_id in graph.near(near_xy, radius_m):
-        lane = graph[lane_id]
-        if not lane.successors:
-            xy, yaw = lane.end_pose
-            if np.linalg.norm(xy - near_xy) <= radius_m:
-                ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, True))
-        if not lane.predecessors:
-            xy, yaw = lane.start_pose
-            if np.linalg.norm(xy - near_xy) <= radius_m:
-                ports.append(Port(lane_id, xy, yaw, lane.width_m, lane.speed_limit_mps, False))
-    return ports
-
-
-def tile_ports(graph: LaneGraph, frame: TileFrame, margin_m: float) -> list[Port]:
-    """The open ports a tile at ``frame`` is given: those inside its square grown by ``margin_m``."""
-    radius = frame.size_m / np.sqrt(2.0) + margin_m
-    return [p for p in open_ports(graph, frame.center_xy, radius) if frame.contains(p.xy, margin_m)]

@@ -24,10 +24,12 @@ from vectorworld.generation.base import (
     TileFrame,
     TileGenerator,
     TileRequest,
+    open_ports,
+    tile_ports,
 )
 from vectorworld.scene import TILE_SIZE_M, Crosswalk, Lane, LaneGraph, LaneType, Tile
 from vectorworld.world.drivable import DrivableGrid
-from vectorworld.world.ports import PortBook, any_within, open_ports, tile_ports
+from vectorworld.world.ports import PortBook, any_within
 
 
 @dataclass(frozen=True)
