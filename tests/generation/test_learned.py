@@ -196,9 +196,9 @@ class _FirstTileModel(_ScriptedModel):
         return decoded, z
 
 
-def test_first_tile_is_generated_from_nothing() -> None:
+def test_a_sampled_first_tile_is_generated_from_nothing() -> None:
     frame = TileFrame(np.array([5.0, 7.0]), 0.3)
-    gen = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", frozen_graph=False)
+    gen = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", frozen_graph=False, start="sample")
     content = gen.first_tile(frame, IdAllocator(), np.random.default_rng(0))
     assert not content.used_fallback and len(content.lanes) == 2 and content.links == ()
     along = [lane for lane in content.lanes if abs(np.cos(lane.start_pose[1] - 0.3) - 1.0) < 1e-3]
@@ -210,9 +210,10 @@ def test_first_tile_is_generated_from_nothing() -> None:
         xy = frame.to_local(content.agents.xy)
         assert np.linalg.norm(xy[:, None] - start[None], axis=-1).min() >= 12.0
     # no +x road: falls back
-    fallback = LearnedTileGenerator(model=_ScriptedModel(), fallback="test-straight", frozen_graph=False)
+    fallback = LearnedTileGenerator(model=_ScriptedModel(), fallback="test-straight", frozen_graph=False,
+                                    start="sample")
     assert fallback.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback
-    off = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", learned_first_tile=False,
+    off = LearnedTileGenerator(model=_FirstTileModel(), fallback="test-straight", start="procedural",
                                frozen_graph=False)
     assert not off.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback   # fallback's own
 
@@ -260,11 +261,11 @@ class _LateFirstTileModel(_FirstTileModel):
 def test_the_start_tile_samples_further_batches_until_one_holds_a_start_road() -> None:
     frame = TileFrame(np.zeros(2), 0.0)
     model = _LateFirstTileModel(late=FIRST_TILE_ROUNDS)
-    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False)
+    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, start="sample")
     assert not gen.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback
     assert model.calls == FIRST_TILE_ROUNDS
     model = _LateFirstTileModel(late=FIRST_TILE_ROUNDS + 1)
-    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False)
+    gen = LearnedTileGenerator(model=model, fallback="test-straight", frozen_graph=False, start="sample")
     assert gen.first_tile(frame, IdAllocator(), np.random.default_rng(0)).used_fallback
     assert model.calls == FIRST_TILE_ROUNDS and gen.last_diagnostics.checked == 2 * FIRST_TILE_ROUNDS
 

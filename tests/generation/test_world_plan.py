@@ -73,12 +73,12 @@ def test_a_road_already_drawn_at_a_planned_pose_is_not_planned_again() -> None:
 def test_a_procedural_start_tile_gives_the_world_its_city_plan() -> None:
     from vectorworld.generation.learned.generator import LearnedTileGenerator
 
-    gen = LearnedTileGenerator(model=tiny_plan_model(), frozen_graph=False, learned_first_tile=False,
+    gen = LearnedTileGenerator(model=tiny_plan_model(), frozen_graph=False, start="procedural",
                                plan_source="city")
     gen.first_tile(TileFrame(np.array([5.0, 7.0]), 0.3), IdAllocator(), np.random.default_rng(0))
     plan, anchor = gen.fallback.city
     assert gen.world_plan.plan is plan and gen.world_plan.anchor is anchor
-    old = LearnedTileGenerator(model=tiny_plan_model(border_hints=False), frozen_graph=False, learned_first_tile=False,
+    old = LearnedTileGenerator(model=tiny_plan_model(border_hints=False), frozen_graph=False, start="procedural",
                                plan_source="city")
     old.first_tile(TileFrame(np.array([5.0, 7.0]), 0.3), IdAllocator(), np.random.default_rng(0))
     assert old.fallback.city is not None and old.world_plan is None     # a model without plans reads none
