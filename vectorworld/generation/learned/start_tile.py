@@ -2,7 +2,8 @@
 
 Unconditional samples make poor start tiles (mid_req: 7% of candidates hold a two-way road through the
 centre, most hold one or two lanes), and a world keeps the style of its start: its later tiles kept 5.8
-lanes each against 9.4 after a procedural start (ends growth, seed 1000, even 5-11 tiles from the start). So the start tile is outpainted like any other tile:
+lanes each against 9.4 after a procedural start (ends growth, seed 1000, even 5-11 tiles from the start).
+So the start tile is outpainted like any other tile:
 
 1. a cross-section is drawn from the corpus (the out / in port counts of a training context without a
    cross road, :class:`~vectorworld.generation.learned.road_plan.RoadPlans`) and laid as a straight *seed
