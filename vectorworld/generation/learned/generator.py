@@ -157,7 +157,7 @@ class LearnedTileGenerator(TileGenerator):
 
     ``start`` makes a world's start tile: ``"halves"`` (default) outpaints it in two halves from a road
     cross-section drawn from the corpus (start_tile.py); ``"sample"`` samples it from nothing (every token
-    free; mid_req: ends-growth lane Fréchet 1.98 against 1.15 for halves, 3 seeds, README "Start tiles");
+    free; mid_req: ends-growth lane Fréchet 1.93 against 1.35 for halves, 5 seeds, README "Start tiles");
     ``"procedural"`` asks the fallback generator.
 
     A model trained with border hints is told a road plan per tile: with ``plan_source="prior"`` (default),
