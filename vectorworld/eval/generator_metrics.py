@@ -285,8 +285,7 @@ def world_metrics(grown: GrownWorlds) -> dict[str, float]:
             gaps.extend(float(np.linalg.norm(graph[a].points[-1] - graph[b].points[0]))
                         for a, b in edges if a in graph and b in graph)
         if all_agents:
-            fields = AgentSpawns.__dataclass_fields__
-            agents = AgentSpawns(**{k: np.concatenate([getattr(s, k) for s in all_agents]) for k in fields})
+            agents = AgentSpawns.concat(all_agents)
             areas = _box_overlap_areas(agents.xy, agents.yaw, agents.length, agents.width)
             agents_total += len(agents)
             overlapping += int((areas > 0.01).sum())

@@ -116,6 +116,13 @@ class AgentSpawns:
         return cls(np.zeros((0, 2)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
                    np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros((0, 6, 2)))
 
+    @classmethod
+    def concat(cls, parts: list[AgentSpawns]) -> AgentSpawns:
+        """The agents of ``parts``, in order (none for an empty list)."""
+        if not parts:
+            return cls.none()
+        return cls(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in cls.__dataclass_fields__})
+
     def __len__(self) -> int:
         return len(self.xy)
 

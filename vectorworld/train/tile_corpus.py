@@ -98,13 +98,6 @@ def crop_tile(graph: LaneGraph, frame: TileFrame, agents: AgentSpawns, max_lanes
     return partition_tile(runs, succ, left, right, state, types, motion, max_lanes, max_agents, known)
 
 
-def _concat_spawns(spawns: list[AgentSpawns]) -> AgentSpawns:
-    if not spawns:
-        return AgentSpawns.none()
-    fields = AgentSpawns.__dataclass_fields__
-    return AgentSpawns(**{k: np.concatenate([getattr(s, k) for s in spawns]) for k in fields})
-
-
 def grow_world(generator: str | TileGenerator, tiles: int, rng: np.random.Generator, growth: str = "ends"
                ) -> tuple[LaneGraph, list[GrownTile], AgentSpawns]:
     """Grow one world of about ``tiles`` tiles with a generator (or a registered generator's name), at random
@@ -132,7 +125,7 @@ def grow_world(generator: str | TileGenerator, tiles: int, rng: np.random.Genera
             frame = TileFrame(generated.tile.center_xy, generated.tile.yaw)
             grown.append(GrownTile(frame, known, frozenset(generated.tile.lane_ids)))
             spawns.append(generated.content.agents)
-    return world.graph, grown, _concat_spawns(spawns)
+    return world.graph, grown, AgentSpawns.concat(spawns)
 
 
 def build_corpus(config: CorpusConfig) -> Tiles:

@@ -17,8 +17,6 @@ Both halves are the model's; the seed only fixes how many lanes cross the centre
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from vectorworld.generation.base import AgentSpawns, IdAllocator, TileContent, TileFrame
@@ -79,21 +77,9 @@ def turned(frame: TileFrame) -> TileFrame:
 
 def join_halves(front: TileContent, back: TileContent) -> TileContent:
     """One tile of two halves: the back half's links to the front half become the lanes' own edges."""
-    succ: dict[int, tuple[int, ...]] = {}
-    pred: dict[int, tuple[int, ...]] = {}
+    graph = half_graph(front)
+    graph.add(back.lanes)
     for a, b in back.links:
-        succ[a] = succ.get(a, ()) + (b,)
-        pred[b] = pred.get(b, ()) + (a,)
-    lanes = tuple(dataclasses.replace(lane, successors=_union(lane.successors, succ.get(lane.id, ())),
-                                      predecessors=_union(lane.predecessors, pred.get(lane.id, ())))
-                  for lane in front.lanes + back.lanes)
-    return TileContent(lanes=lanes, links=(), agents=concat_agents(front.agents, back.agents))
-
-
-def _union(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(a + b))
-
-
-def concat_agents(a: AgentSpawns, b: AgentSpawns) -> AgentSpawns:
-    return AgentSpawns(*(np.concatenate([getattr(a, f.name), getattr(b, f.name)])
-                         for f in dataclasses.fields(AgentSpawns)))
+        graph.connect(a, b)
+    return TileContent(lanes=tuple(graph.lanes.values()), links=(),
+                       agents=AgentSpawns.concat([front.agents, back.agents]))
