@@ -2,9 +2,10 @@
 
 Each controlled agent drives along the centreline of its route. Its speed follows the Intelligent
 Driver Model (Treiber et al., 2000) towards a desired speed capped by the lane speed limit and by the
-curvature ahead (|a_lat| <= max_lat_accel), behind the nearest obstacle in its corridor: another agent,
-the end of the known road, or the stop point where the step's right-of-way decision holds it (a connector
-it was not granted, a red light: :mod:`policies.right_of_way`). IDM itself decides no right of way.
+curvature ahead (|a_lat| <= max_lat_accel), behind the nearest obstacle in its corridor: another agent, a
+standing box its own box would swing into (:mod:`policies.sweep`), the end of the known road, or the stop
+point where the step's right-of-way decision holds it (a connector it was not granted, a red light:
+:mod:`policies.right_of_way`). IDM itself decides no right of way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from policies.base import Policy, PolicyInput, register_policy
 from policies.right_of_way import RightOfWay, RightOfWayDecision
 from policies.route_paths import PathProfile, RoutePaths
+from policies.sweep import swept_clearance
 from vectorworld import geometry
 from vectorworld.scene import Agents
 from vectorworld.world.routes import RoutePath
@@ -32,7 +34,8 @@ SAMPLE_M = 2.0
 MOVING_MARGIN_M = 0.6
 STANDING_MARGIN_M = 0.2
 STANDING_MPS = 0.1
-CONVERGING_RAD = 0.2
+_EDGE_STEPS = (np.linspace(0.0, 1.0, 10), np.array([1 / 3, 2 / 3]), np.linspace(0.0, 1.0, 10), np.array([1 / 3, 2 / 3]))
+"""Where :func:`box_outline` puts points along each edge of a box (side, rear, side, front), as fractions."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,13 @@ class IdmCore:
                 stop_at[row] = min(stop_at[row], start - 0.5 + p.min_gap_m)
         gap, lead_speed = np.full(n, np.inf), np.zeros(n)  # agents without a route stop anyway
         gap[rows], lead_speed[rows] = self._leaders(inp, slots[rows], ahead[rows], ahead_s[rows], s_now[rows])
+        # A standing box the agent's own box would swing into (turning) is an obstacle too: IDM then stands
+        # min_gap_m behind it, which puts the agent at its last clear pose.
+        swept = np.full(n, np.inf)
+        swept[rows] = swept_clearance(a, slots[rows], uniform, s_now[rows], STANDING_MPS) \
+            + p.min_gap_m
+        lead_speed = np.where(swept < gap, 0.0, lead_speed)
+        gap = np.minimum(gap, swept)
         virtual_gap = stop_at - s_now - a.length[slots] / 2.0
         v = np.maximum(a.speed[slots], 0.0)
         # Desired speed: the tightest cap ahead, reachable with comfortable braking.
@@ -167,7 +177,15 @@ class IdmCore:
 
     def _leaders(self, inp: PolicyInput, slots: np.ndarray, ahead: np.ndarray, ahead_s: np.ndarray,
                  s_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Bumper gap (N,) m to the nearest agent inside each corridor, and its speed along the path."""
+        """Bumper gap (N,) m to the nearest agent box reaching into each corridor, and its speed along the path.
+
+        The corridor is the sampled path ahead, as wide as the agent plus a margin (wide for moving agents,
+        which may drift in; narrow for standing ones, so traffic passes cars parked at the curb; adjacent
+        lanes, >= 3.2 m apart, stay out either way). An agent is in the way when a point of its box outline
+        lies in the corridor ahead of our centre (:func:`box_outline`); the gap runs to the first such
+        point. The outline, not the centre: inside a bend, a long box lying along the road can keep its
+        centre clear of the band while its ends reach across the path, which curves towards them.
+        """
         a = inp.agents
         others = np.nonzero(a.valid)[0]
         n = len(slots)
@@ -189,36 +207,36 @@ class IdmCore:
                        & (y_lo >= lo[:, 1, None]) & (y_hi <= hi[:, 1, None]))
         inside &= others[None] != slots[:, None]
         pn, pm = np.nonzero(inside)
+        margin = np.where(a.speed[others[pm]] < STANDING_MPS, STANDING_MARGIN_M, MOVING_MARGIN_M)
+        half = a.width[slots[pn]] / 2.0 + margin
+        # Only boxes that can reach the band: centre within half + the box's half diagonal of the path.
+        o = others[pm]
+        near = geometry.point_polyline_distance(a.xy[o], ahead[pn]) < half + 0.5 * np.hypot(a.length[o], a.width[o])
+        pn, pm, o, half = pn[near], pm[near], o[near], half[near]
         if len(pn) == 0:
             return gap, lead_speed
-        o = others[pm]
-        # Distance from each candidate to each segment of its corridor: (Q, K-1).
+        # Each candidate's outline points against each segment of its corridor: (Q, M, K-1).
+        outline = box_outline(a.xy[o], a.yaw[o], a.length[o], a.width[o])
         seg_a, seg = ahead[pn, :-1], np.diff(ahead[pn], axis=1)
         seg_len2 = np.maximum(np.einsum("qki,qki->qk", seg, seg), 1e-9)
-        rel = a.xy[o][:, None] - seg_a
-        t = geometry.clamp(np.einsum("qki,qki->qk", rel, seg) / seg_len2, 0.0, 1.0)
-        off = rel - t[..., None] * seg
-        d = np.sqrt(np.einsum("qki,qki->qk", off, off))
-        q = np.arange(len(pn))
-        k_best = d.argmin(1)
-        d_best, t_best = d[q, k_best], t[q, k_best]
-        dyaw = a.yaw[o] - np.arctan2(seg[q, k_best, 1], seg[q, k_best, 0])
-        # Lateral half-extent of the other box across the corridor, plus our half width and a margin:
-        # moving agents get a wide one (they may drift in), standing ones a narrow one, so traffic passes
-        # cars parked at the curb. Adjacent lanes (>= 3.2 m apart) stay out either way.
-        across = 0.5 * (np.abs(a.length[o] * np.sin(dyaw)) + np.abs(a.width[o] * np.cos(dyaw)))
-        margin = np.where(a.speed[o] < STANDING_MPS, STANDING_MARGIN_M, MOVING_MARGIN_M)
-        half = a.width[slots[pn]] / 2.0 + across + margin
-        s_other = ahead_s[pn, k_best] + t_best * SAMPLE_M
-        # Inside the corridor and not past its end; ahead of the agent, or beside it on a converging course
-        # (its box reaches past our centre: moving on would drive into its side).
-        ahead_of_us = s_other > s_now[pn]
-        converging = (s_other + a.length[o] / 2.0 > s_now[pn]) & (np.abs(geometry.wrap_angle(dyaw)) > CONVERGING_RAD)
-        mask = (d_best < half) & (ahead_of_us | converging) & ~((k_best == seg.shape[1] - 1) & (t_best >= 1.0))
+        rel = outline[:, :, None] - seg_a[:, None]
+        t = geometry.clamp(np.einsum("qmki,qki->qmk", rel, seg) / seg_len2[:, None], 0.0, 1.0)
+        off = rel - t[..., None] * seg[:, None]
+        k_best = np.einsum("qmki,qmki->qmk", off, off).argmin(2)
+        q, m = np.ix_(np.arange(len(pn)), np.arange(outline.shape[1]))
+        d_best = np.linalg.norm(off[q, m, k_best], axis=-1)
+        t_best = t[q, m, k_best]
+        s_point = ahead_s[pn][q, k_best] + t_best * SAMPLE_M
+        # In the corridor, ahead of our centre and not past the corridor's end.
+        in_way = (d_best < half[:, None]) & (s_point > s_now[pn, None]) \
+            & ~((k_best == seg.shape[1] - 1) & (t_best >= 1.0))
+        s_first = np.where(in_way, s_point, np.inf)
+        first = s_first.argmin(1)
+        s_first = s_first[np.arange(len(pn)), first]
         bumper = np.full((n, len(others)), np.inf)
-        bumper[pn, pm] = np.where(mask, s_other - s_now[pn] - (a.length[slots[pn]] + a.length[o]) / 2.0, np.inf)
+        bumper[pn, pm] = s_first - s_now[pn] - a.length[slots[pn]] / 2.0
         k_full = np.zeros((n, len(others)), np.int64)
-        k_full[pn, pm] = k_best
+        k_full[pn, pm] = k_best[np.arange(len(pn)), first]
         j = bumper.argmin(1)
         rows = np.arange(n)
         gap = bumper[rows, j]
@@ -228,6 +246,16 @@ class IdmCore:
         lead = others[j]
         lead_speed = np.where(np.isfinite(gap), a.speed[lead] * np.cos(a.yaw[lead] - path_yaw), 0.0)
         return gap, lead_speed
+
+
+def box_outline(xy: np.ndarray, yaw: np.ndarray, length: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """Points (Q, M, 2) on the outline of Q boxes: 10 along each side (corners included), 2 inside each end.
+    On boxes up to 18 m long and 6 m wide they lie at most 2 m apart, so a box edge crossing a car's corridor
+    (half width 1.2 m or more) has a point inside it."""
+    corners = geometry.box_corners(xy, yaw, length, width)  # front-left, rear-left, rear-right, front-right
+    following = np.roll(corners, -1, axis=1)
+    return np.concatenate([corners[:, i, None] + u[None, :, None] * (following[:, i, None] - corners[:, i, None])
+                           for i, u in enumerate(_EDGE_STEPS)], 1)
 
 
 def advance_on_paths(plan: IdmPlan, agents: Agents, dt_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

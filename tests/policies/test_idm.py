@@ -166,3 +166,51 @@ def test_does_not_enter_a_junction_whose_exit_is_blocked_by_traffic():
                                        np.where(controlled, yaw, agents.yaw),
                                        np.where(controlled, speed, agents.speed))
         assert (agents.xy[0, 0] > 101.0) == enters, (routed, agents.xy[0, 0])
+
+
+def test_stops_for_a_box_whose_ends_reach_into_a_bend():
+    """A 12 m bus standing inside a 10 m-radius bend, along the road, 3 m in from the lane centre: its
+    centre is clear of the ego's band, its ends reach across the path. The ego stops short of it."""
+    straight = np.stack([np.linspace(-60.0, 0.0, 61), np.zeros(61)], -1)
+    theta = np.linspace(0.0, np.pi, 61)[1:]
+    bend = np.stack([10.0 * np.sin(theta), 10.0 - 10.0 * np.cos(theta)], -1)  # a left U-turn, radius 10
+    graph = LaneGraph()
+    graph.add([Lane(1, np.concatenate([straight, bend]), speed_limit_mps=10.0)])
+    at = np.pi / 2  # the bus stands at the bend's apex, 7 m from its centre, along it
+    agents = make_agents([-30.0, 7.0 * np.sin(at)], [5.0, 0.0], ys=[0.0, 10.0 - 7.0 * np.cos(at)],
+                         yaws=[0.0, at])
+    agents.length[1], agents.width[1] = 12.0, 2.5
+    controlled = np.array([True, False, False])
+    policy, rng = IdmPolicy(), np.random.default_rng(0)
+    for step in range(400):
+        inp = PolicyInput(agents, controlled, graph, {0: [1]}, ego_slot=2, step=step)
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, policy.act(inp, rng), 0.1)
+        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy),
+                                   np.where(controlled, yaw, agents.yaw), np.where(controlled, speed, agents.speed))
+        corners = geometry.box_corners(agents.xy[:2], agents.yaw[:2], agents.length[:2], agents.width[:2])
+        assert not geometry.boxes_overlap(corners[0], corners[1]), f"ego drove into the bus at step {step}"
+    assert agents.speed[0] < 0.05 and agents.xy[0, 0] > 0.0  # stopped, in the bend
+
+
+@pytest.mark.parametrize("car_y, passes", [(3.6, False), (3.7, False), (4.2, True)])
+def test_turning_never_swings_into_a_standing_car_beside_it(car_y, passes):
+    """The ego, standing where a right turn of radius 6 m begins, has a car standing beside-behind it, nose
+    towards its left flank: turning, the ego's rear swings left. Where that would touch the car (its front
+    0.2 or 0.3 m from the flank) the ego waits; with 0.8 m it drives the turn. The car is wholly behind the
+    ego's centre, so only the swept box sees it."""
+    straight = np.stack([np.linspace(-40.0, 0.0, 41), np.zeros(41)], -1)
+    theta = np.linspace(0.0, np.pi / 2, 31)[1:]
+    bend = np.stack([6.0 * np.sin(theta), -6.0 + 6.0 * np.cos(theta)], -1)
+    graph = LaneGraph()
+    graph.add([Lane(1, np.concatenate([straight, bend]), speed_limit_mps=10.0)])
+    agents = make_agents([0.0, -1.0], [0.0, 0.0], ys=[0.0, car_y], yaws=[0.0, -np.pi / 2])
+    controlled = np.array([True, False, False])
+    policy, rng = IdmPolicy(), np.random.default_rng(0)
+    for step in range(200):
+        inp = PolicyInput(agents, controlled, graph, {0: [1]}, ego_slot=2, step=step)
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, policy.act(inp, rng), 0.1)
+        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy),
+                                   np.where(controlled, yaw, agents.yaw), np.where(controlled, speed, agents.speed))
+        corners = geometry.box_corners(agents.xy[:2], agents.yaw[:2], agents.length[:2], agents.width[:2])
+        assert not geometry.boxes_overlap(corners[0], corners[1]), f"ego swung into the car at step {step}"
+    assert (agents.xy[0, 1] < -1.0) == passes  # through the turn, or waiting before it
