@@ -216,21 +216,25 @@ class RightOfWay:
         return [dataclasses.replace(r, yields=True) if m else r for r, m in zip(requests, minor, strict=True)]
 
     def _exit_clear(self, inp: PolicyInput, requests: list[JunctionRequest]) -> list[JunctionRequest]:
-        """Drop requests whose connector exit is blocked by a (nearly) standing agent in traffic: nobody
-        enters a junction it cannot leave, so crossing traffic is never blocked by a queue spilling into it
-        (committed agents enter anyway)."""
+        """Drop requests whose connector exit is blocked by a (nearly) standing agent in traffic on the way
+        out (on the connector or a lane it leads to, within ``EXIT_CLEAR_M`` of its end): nobody enters a
+        junction it cannot leave, so crossing traffic is never blocked by a queue spilling into it
+        (committed agents enter anyway). Agents standing near the exit on other lanes do not block it (they
+        wait at their own entries; counting them let two held agents wait for each other for good)."""
         a = inp.agents
-        standing = a.valid & (a.speed < EXIT_BLOCKING_MPS)
-        standing[standing] = [bool(inp.routes.get(int(i))) for i in a.id[standing]]  # not parked cars
-        if not standing.any() or not requests:
+        standing = np.flatnonzero(a.valid & (a.speed < EXIT_BLOCKING_MPS))
+        lanes = [inp.routes.get(int(a.id[s])) for s in standing]
+        on = {int(a.id[s]): (route[0], a.xy[s]) for s, route in zip(standing, lanes, strict=True) if route}
+        if not on or not requests:  # parked cars (no route) never block
             return requests
-        xy, ids = a.xy[standing], a.id[standing]
-        ends = np.array([inp.graph[req.connector].points[-1] for req in requests])
-        delta = xy[None] - ends[:, None]
-        near = (np.einsum("rak,rak->ra", delta, delta) < EXIT_CLEAR_M**2) & (
-            ids[None] != np.array([req.agent_id for req in requests])[:, None])
-        blocked = near.any(1)
-        return [req for req, b in zip(requests, blocked, strict=True) if req.committed or not b]
+
+        def blocked(req: JunctionRequest) -> bool:
+            connector = inp.graph[req.connector]
+            way_out, end = {req.connector, *connector.successors}, connector.points[-1]
+            return any(lane in way_out and agent != req.agent_id and np.sum((xy - end) ** 2) < EXIT_CLEAR_M**2
+                       for agent, (lane, xy) in on.items())
+
+        return [req for req in requests if req.committed or not blocked(req)]
 
     def _update_waits(self, inp: PolicyInput, requests: list[JunctionRequest], granted: set[int]) -> None:
         """Time each agent has been held (standing, not granted) at its junction entry."""

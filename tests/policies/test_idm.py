@@ -147,17 +147,20 @@ def test_no_turning_on_the_spot_at_crawling_speed():
 
 def test_does_not_enter_a_junction_whose_exit_is_blocked_by_traffic():
     """Connector 2 leads from lane 1 to lane 3. A car standing in traffic at its exit keeps the
-    approaching agent at the entry; a parked car (no route) at the same spot does not."""
+    approaching agent at the entry; a parked car (no route) at the same spot does not, nor does a car
+    standing in traffic on lane 4 beside the exit (it blocks its own lane, not this way out)."""
     graph = LaneGraph()
     xs = np.linspace(0.0, 100.0, 51)
     graph.add([Lane(1, np.stack([xs, np.zeros_like(xs)], -1), successors=(2,)),
                Lane(2, np.stack([np.linspace(100.0, 120.0, 11), np.zeros(11)], -1), predecessors=(1,),
                     successors=(3,), lane_type=LaneType.CONNECTOR),
-               Lane(3, np.stack([np.linspace(120.0, 300.0, 91), np.zeros(91)], -1), predecessors=(2,))])
-    for routed, enters in ((True, False), (False, True)):
-        agents = make_agents([80.0, 124.0], [8.0, 0.0])
-        routes = {0: [1, 2, 3], 1: [3]} if routed else {0: [1, 2, 3]}
+               Lane(3, np.stack([np.linspace(120.0, 300.0, 91), np.zeros(91)], -1), predecessors=(2,)),
+               Lane(4, np.stack([np.linspace(120.0, 300.0, 91), np.full(91, 3.5)], -1))])
+    for blocker, enters in (({1: [3]}, False), ({}, True), ({1: [4]}, True)):
+        agents = make_agents([80.0, 124.0], [8.0, 0.0], ys=[0.0, 3.5 if blocker.get(1) == [4] else 0.0])
+        routes = {0: [1, 2, 3], **blocker}
         policy, controlled = IdmPolicy(), np.array([True, False, False])
+        farthest = 0.0  # (routes stay put here, so past lane 1 the agent loses its path: the first entry counts)
         for step in range(150):
             inp = PolicyInput(agents, controlled, graph, routes, ego_slot=2, step=step)
             deltas = policy.act(inp, np.random.default_rng(0))
@@ -165,7 +168,8 @@ def test_does_not_enter_a_junction_whose_exit_is_blocked_by_traffic():
             agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy),
                                        np.where(controlled, yaw, agents.yaw),
                                        np.where(controlled, speed, agents.speed))
-        assert (agents.xy[0, 0] > 101.0) == enters, (routed, agents.xy[0, 0])
+            farthest = max(farthest, float(agents.xy[0, 0]))
+        assert (farthest > 101.0) == enters, (blocker, farthest)
 
 
 def test_stops_for_a_box_whose_ends_reach_into_a_bend():
