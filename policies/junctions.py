@@ -194,18 +194,21 @@ class JunctionRequest:
 
 def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: Mapping[int, float],
                      requests: Sequence[JunctionRequest], waited_s: Mapping[int, float] | None = None,
-                     patience_s: float = PATIENCE_S) -> set[int]:
+                     patience_s: float = PATIENCE_S, sole_occupant: Mapping[int, int] | None = None) -> set[int]:
     """Agent ids allowed to enter their next connector.
 
-    occupied: connector lane id -> the length (m) of the longest agent on it (0: none). waited_s: how long
-    each agent has been held at its entry. Committed agents go first, then those who waited ``patience_s`` or more
+    occupied: connector lane id -> the length (m) of the longest agent on it (0: none); sole_occupant:
+    connector -> the agent id when that agent alone occupies it (an agent's own connector never holds it
+    back from the next one: a chain of connectors touches at its joints). waited_s: how long each agent has
+    been held at its entry. Committed agents go first, then those who waited ``patience_s`` or more
     (:data:`YIELD_PATIENCE_S` for yielding agents; longest first), then the others by distance, yielding
     agents last. A patient agent that still cannot go reserves its connector, so that a stream of newcomers
     on a conflicting connector cannot starve it.
     """
     waited = waited_s or {}
+    sole = sole_occupant or {}
     granted: set[int] = set()
-    taken = [(c, length > LONG_VEHICLE_M) for c, length in occupied.items() if length > 0]
+    taken = [(c, length > LONG_VEHICLE_M, sole.get(c, -1)) for c, length in occupied.items() if length > 0]
 
     def patient(r: JunctionRequest) -> bool:
         return waited.get(r.agent_id, 0.0) >= (max(patience_s, YIELD_PATIENCE_S) if r.yields else patience_s)
@@ -215,11 +218,12 @@ def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: Mapping
         return (not r.committed, not patient(r), -wait if patient(r) else 0.0, r.yields, r.distance_m, r.agent_id)
 
     for req in sorted(requests, key=priority):
-        if req.committed or not conflicts.any_conflict(graph, req.connector, taken, req.long):
+        others = [(c, long) for c, long, occupant in taken if occupant != req.agent_id]
+        if req.committed or not conflicts.any_conflict(graph, req.connector, others, req.long):
             granted.add(req.agent_id)
-            taken.append((req.connector, req.long))
+            taken.append((req.connector, req.long, -1))
         elif patient(req):
-            taken.append((req.connector, req.long))
+            taken.append((req.connector, req.long, -1))
     return granted
 
 

@@ -122,8 +122,9 @@ class RightOfWay:
         # A pedestrian on a crosswalk closes the connectors across it to all who can still stop.
         by_crossing = {r.agent_id for r in standing if not r.committed and r.connector in inp.crossing_blocked}
         standing = [r for r in standing if r.agent_id not in by_crossing]
-        granted = grant_connectors(inp.graph, self.conflicts, self._occupied_connectors(inp), standing,
-                                   self._waited_s)
+        occupied, sole = self._occupied_connectors(inp)
+        granted = grant_connectors(inp.graph, self.conflicts, occupied, standing, self._waited_s,
+                                   sole_occupant=sole)
         self._update_waits(inp, standing, granted)
         held = {r.agent_id: r.connector for r in requests if r.agent_id not in granted}
         light_s, light_lane = self.signal_stops(inp, slots, profiles, s_now)
@@ -247,12 +248,14 @@ class RightOfWay:
         """Whether an agent at ``speed`` can no longer stop within ``distance_m`` at the hard braking limit."""
         return speed * speed / (2.0 * self.params.max_decel_mps2) > distance_m - 0.5
 
-    def _occupied_connectors(self, inp: PolicyInput) -> dict[int, float]:
+    def _occupied_connectors(self, inp: PolicyInput) -> tuple[dict[int, float], dict[int, int]]:
         """Connector -> the length of the longest *moving* agent on it: its centre is on the connector, or it
         left the connector less than half its length ago (its tail is still in the junction). A stopped agent
         does not hold its connector: if it stands in someone's way, car following stops them behind it; if
-        not, nobody needs to wait (this prevents junction deadlocks)."""
+        not, nobody needs to wait (this prevents junction deadlocks). Also connector -> the agent id where one
+        agent alone occupies it (its own connector does not hold it back from the next one)."""
         occupied: dict[int, float] = {}
+        occupants: dict[int, set[int]] = {}
         a, graph = inp.agents, inp.graph
         moving = np.nonzero(a.valid & (a.speed > 0.3))[0]
         for slot, agent_id in zip(moving.tolist(), a.id[moving].tolist(), strict=True):
@@ -260,13 +263,13 @@ class RightOfWay:
             if not route or route[0] not in graph:
                 continue
             length, lane = float(a.length[slot]), graph[route[0]]
-            if lane.lane_type == LaneType.CONNECTOR:
-                occupied[lane.id] = max(occupied.get(lane.id, 0.0), length)
-            elif float(np.hypot(*(a.xy[slot] - lane.points[0]))) < length / 2.0:
-                tail = _connector_behind(inp, slot, lane.predecessors)
-                if tail is not None:
-                    occupied[tail] = max(occupied.get(tail, 0.0), length)
-        return occupied
+            on = lane.id if lane.lane_type == LaneType.CONNECTOR else None
+            if on is None and float(np.hypot(*(a.xy[slot] - lane.points[0]))) < length / 2.0:
+                on = _connector_behind(inp, slot, lane.predecessors)
+            if on is not None:
+                occupied[on] = max(occupied.get(on, 0.0), length)
+                occupants.setdefault(on, set()).add(agent_id)
+        return occupied, {c: next(iter(ids)) for c, ids in occupants.items() if len(ids) == 1}
 
 
 def _connector_behind(inp: PolicyInput, slot: int, predecessors: tuple[int, ...]) -> int | None:

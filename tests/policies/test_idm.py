@@ -218,3 +218,24 @@ def test_turning_never_swings_into_a_standing_car_beside_it(car_y, passes):
         corners = geometry.box_corners(agents.xy[:2], agents.yaw[:2], agents.length[:2], agents.width[:2])
         assert not geometry.boxes_overlap(corners[0], corners[1]), f"ego swung into the car at step {step}"
     assert (agents.xy[0, 1] < -1.0) == passes  # through the turn, or waiting before it
+
+
+def test_driving_through_a_chain_of_connectors_without_stopping_at_the_joint():
+    """Connector 2 continues connector 1. An agent driving on 1 occupies it, and 1 and 2 touch at the joint;
+    its own connector must not hold it back from 2 (it stopped before every such joint of learned junctions,
+    and crept on for good)."""
+    xs = np.linspace(0.0, 30.0, 16)
+    graph = LaneGraph()
+    graph.add([Lane(1, np.stack([xs, np.zeros_like(xs)], -1), successors=(2,), lane_type=LaneType.CONNECTOR),
+               Lane(2, np.stack([xs + 30.0, np.zeros_like(xs)], -1), predecessors=(1,), successors=(3,),
+                    lane_type=LaneType.CONNECTOR),
+               Lane(3, np.stack([xs * 5 + 60.0, np.zeros_like(xs)], -1), predecessors=(2,))])
+    agents = make_agents([5.0], [8.0])
+    policy, controlled = IdmPolicy(), np.array([True, False])
+    for step in range(25):  # 2.5 s: about 20 m, still on connector 1 (routes stay put in this harness)
+        inp = PolicyInput(agents, controlled, graph, {0: [1, 2, 3]}, ego_slot=1, step=step)
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, policy.act(inp, np.random.default_rng(0)),
+                                      0.1)
+        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy), np.where(controlled, yaw, agents.yaw),
+                                   np.where(controlled, speed, agents.speed))
+    assert agents.speed[0] > 7.0, agents.speed[0]

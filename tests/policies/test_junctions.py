@@ -66,3 +66,18 @@ def test_long_vehicles_on_parallel_connectors_a_lane_apart_do_not_conflict() -> 
                Lane(2, np.stack([xs, np.full_like(xs, 4.0)], -1), lane_type=LaneType.CONNECTOR)])
     assert not ConflictMap().conflict(graph, 1, 2, long_a=True, long_b=True)
     assert ConflictMap().conflict(tight_turn_graph(6.0), 1, 2, long_a=True) is False  # far enough for the swing
+
+
+def test_an_agent_on_a_connector_is_not_held_back_from_the_next_one_by_itself():
+    """Connector 2 continues connector 1 (they touch at the joint, so they conflict). The agent driving on 1
+    may enter 2; another agent on 1 holds back a third agent asking for 2 from elsewhere."""
+    xs = np.linspace(0.0, 10.0, 6)
+    graph = LaneGraph()
+    graph.add([Lane(1, np.stack([xs, np.zeros_like(xs)], -1), successors=(2,), lane_type=LaneType.CONNECTOR),
+               Lane(2, np.stack([xs + 10.0, np.zeros_like(xs)], -1), predecessors=(1,), lane_type=LaneType.CONNECTOR)])
+    conflicts = ConflictMap()
+    assert conflicts.conflict(graph, 1, 2)
+    mine = JunctionRequest(10, 2, 1.0)
+    assert grant_connectors(graph, conflicts, {1: 4.6}, [mine], sole_occupant={1: 10}) == {10}
+    assert grant_connectors(graph, conflicts, {1: 4.6}, [mine], sole_occupant={1: 30}) == set()
+    assert grant_connectors(graph, conflicts, {1: 4.6}, [mine]) == set()  # two agents on 1: no sole occupant

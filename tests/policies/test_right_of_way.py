@@ -141,9 +141,10 @@ def test_the_session_decides_once_per_step_and_every_policy_reads_that_decision(
     calls: list[int] = []
     grant = row_module.grant_connectors
 
-    def counting(graph, conflicts, occupied, requests, waited_s=None, patience_s=PATIENCE_S):  # noqa: ANN001, ANN202
+    def counting(graph, conflicts, occupied, requests, waited_s=None, patience_s=PATIENCE_S,  # noqa: ANN001, ANN202
+                 sole_occupant=None):  # noqa: ANN001
         calls.append(len(requests))
-        return grant(graph, conflicts, occupied, requests, waited_s, patience_s)
+        return grant(graph, conflicts, occupied, requests, waited_s, patience_s, sole_occupant)
 
     monkeypatch.setattr(row_module, "grant_connectors", counting)
     for npc in ("idm", "deltasim"):
