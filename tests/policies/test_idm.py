@@ -172,6 +172,20 @@ def test_does_not_enter_a_junction_whose_exit_is_blocked_by_traffic():
         assert (farthest > 101.0) == enters, (blocker, farthest)
 
 
+def drive_clear_of_the_other(graph: LaneGraph, agents: Agents, steps: int) -> Agents:
+    """Agent 0 drives lane 1 with IDM for ``steps`` steps beside standing agent 1; their boxes never touch."""
+    controlled = np.array([True, False, False])
+    policy, rng = IdmPolicy(), np.random.default_rng(0)
+    for step in range(steps):
+        inp = PolicyInput(agents, controlled, graph, {0: [1]}, ego_slot=2, step=step)
+        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, policy.act(inp, rng), 0.1)
+        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy),
+                                   np.where(controlled, yaw, agents.yaw), np.where(controlled, speed, agents.speed))
+        corners = geometry.box_corners(agents.xy[:2], agents.yaw[:2], agents.length[:2], agents.width[:2])
+        assert not geometry.boxes_overlap(corners[0], corners[1]), f"agent 0 touched agent 1 at step {step}"
+    return agents
+
+
 def test_stops_for_a_box_whose_ends_reach_into_a_bend():
     """A 12 m bus standing inside a 10 m-radius bend, along the road, 3 m in from the lane centre: its
     centre is clear of the ego's band, its ends reach across the path. The ego stops short of it."""
@@ -184,15 +198,7 @@ def test_stops_for_a_box_whose_ends_reach_into_a_bend():
     agents = make_agents([-30.0, 7.0 * np.sin(at)], [5.0, 0.0], ys=[0.0, 10.0 - 7.0 * np.cos(at)],
                          yaws=[0.0, at])
     agents.length[1], agents.width[1] = 12.0, 2.5
-    controlled = np.array([True, False, False])
-    policy, rng = IdmPolicy(), np.random.default_rng(0)
-    for step in range(400):
-        inp = PolicyInput(agents, controlled, graph, {0: [1]}, ego_slot=2, step=step)
-        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, policy.act(inp, rng), 0.1)
-        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy),
-                                   np.where(controlled, yaw, agents.yaw), np.where(controlled, speed, agents.speed))
-        corners = geometry.box_corners(agents.xy[:2], agents.yaw[:2], agents.length[:2], agents.width[:2])
-        assert not geometry.boxes_overlap(corners[0], corners[1]), f"ego drove into the bus at step {step}"
+    agents = drive_clear_of_the_other(graph, agents, 400)
     assert agents.speed[0] < 0.05 and agents.xy[0, 0] > 0.0  # stopped, in the bend
 
 
@@ -208,15 +214,7 @@ def test_turning_never_swings_into_a_standing_car_beside_it(car_y, passes):
     graph = LaneGraph()
     graph.add([Lane(1, np.concatenate([straight, bend]), speed_limit_mps=10.0)])
     agents = make_agents([0.0, -1.0], [0.0, 0.0], ys=[0.0, car_y], yaws=[0.0, -np.pi / 2])
-    controlled = np.array([True, False, False])
-    policy, rng = IdmPolicy(), np.random.default_rng(0)
-    for step in range(200):
-        inp = PolicyInput(agents, controlled, graph, {0: [1]}, ego_slot=2, step=step)
-        xy, yaw, speed = apply_deltas(agents.xy, agents.yaw, agents.speed, policy.act(inp, rng), 0.1)
-        agents = agents.with_state(np.where(controlled[:, None], xy, agents.xy),
-                                   np.where(controlled, yaw, agents.yaw), np.where(controlled, speed, agents.speed))
-        corners = geometry.box_corners(agents.xy[:2], agents.yaw[:2], agents.length[:2], agents.width[:2])
-        assert not geometry.boxes_overlap(corners[0], corners[1]), f"ego swung into the car at step {step}"
+    agents = drive_clear_of_the_other(graph, agents, 200)
     assert (agents.xy[0, 1] < -1.0) == passes  # through the turn, or waiting before it
 
 
