@@ -40,6 +40,8 @@ def test_nearest_lane_of_lanes_of_any_point_count_is_the_per_lane_projection() -
 
 
 def test_kept_vehicles_follow_their_lane_moving_ones_on_its_centre_and_others_keep_their_pose() -> None:
+    """Moving vehicles and vehicles standing in traffic go onto the centreline and get the lane; a car parked
+    at the curb (standing, ``curb_offset_m`` or more beside) keeps its pose and gets no lane."""
     from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
 
     lane = np.stack([np.linspace(0.0, 30.0, 7), np.linspace(0.0, 30.0, 7) * 0.1], -1)   # heading 0.0997 rad
@@ -47,13 +49,14 @@ def test_kept_vehicles_follow_their_lane_moving_ones_on_its_centre_and_others_ke
     state = np.array([[10.0, 1.5, 5.0, np.cos(off), np.sin(off), 4.5, 2.0],          # moving, 20 deg off
                       [20.0, 4.3, 0.0, np.cos(off), np.sin(off), 4.5, 2.0],          # parked 2.3 m beside
                       [5.0, 6.0, 1.0, np.cos(1.0), np.sin(1.0), 0.6, 0.6],           # pedestrian, 5.5 m off
-                      [25.0, 2.5, 5.0, np.cos(0.8), np.sin(0.8), 4.5, 2.0]])         # vehicle, 40 deg off
-    keep, lane_of, pose = filter_spawns(state, np.array([0, 0, 1, 0]), [lane], np.zeros((0, 2)),
+                      [25.0, 2.5, 5.0, np.cos(0.8), np.sin(0.8), 4.5, 2.0],          # vehicle, 40 deg off
+                      [2.0, 1.4, 0.0, 1.0, 0.0, 4.5, 2.0]])                          # standing 1.2 m beside
+    keep, lane_of, pose = filter_spawns(state, np.array([0, 0, 1, 0, 0]), [lane], np.zeros((0, 2)),
                                         SpawnFilterConfig())
-    assert keep.tolist() == [True, True, True, False] and lane_of[:2].tolist() == [0, 0]
+    assert keep.tolist() == [True, True, True, False, True] and lane_of[[0, 1, 4]].tolist() == [0, -1, 0]
     heading = np.arctan2(3.0, 30.0)
-    assert pose[0, 2] == heading and pose[1, 2] == heading
-    np.testing.assert_allclose(pose[0, 1], pose[0, 0] * 0.1, atol=1e-9)          # on the centreline
+    assert pose[0, 2] == heading and pose[1, 2] == heading and pose[4, 2] == heading
+    np.testing.assert_allclose(pose[[0, 4], 1], pose[[0, 4], 0] * 0.1, atol=1e-9)  # on the centreline
     np.testing.assert_allclose(np.hypot(*(pose[0, :2] - [10.0, 1.5])), abs(0.5 * np.cos(heading)), atol=1e-9)
     assert pose[1, :2].tolist() == [20.0, 4.3]                                    # parked: stays at the curb
     assert pose[2].tolist() == [5.0, 6.0, np.arctan2(np.sin(1.0), np.cos(1.0))]

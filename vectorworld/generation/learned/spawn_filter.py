@@ -29,6 +29,12 @@ class SpawnFilterConfig:
     max_parked_offset_m: float = 2.5
     parked_speed_mps: float = 0.5
     """Vehicles slower than this stand (``max_parked_offset_m`` applies)."""
+    curb_offset_m: float = 2.25
+    """A standing vehicle at least this far from the centreline is parked at the curb: it keeps its pose and
+    gets no lane (no route), as the procedural city's parked cars, and its inner side stays clear of a
+    passing car's band (IDM: half a car width + 0.2 m). Nearer, it stands in traffic: moved onto the
+    centreline and routed. (Routed where they were decoded, 1-2.4 m beside their lane, such cars drove off
+    with a box corner off the road.)"""
     max_heading_rad: float = np.deg2rad(25.0)
     clearance_m: float = 1.0
     min_x_m: float = 0.0
@@ -90,11 +96,12 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     state: (M, 7) SI (x, y, speed, cos, sin, length, width), tile frame; agent_type: (M,) in [0, 4)
     (0 = vehicle); lanes: candidate lanes (tile frame); existing_xy: (E, 2) tile frame.
     Returns keep (M,) bool, lane index (M,) int64 (-1 unless the agent stands on that lane: a routed agent
-    off its lane would leave it at once) and pose (M, 3) (x, y, heading; tile frame): a vehicle or cyclist
-    on a lane takes the lane's heading at its position, and a moving vehicle its centreline (decoded
-    headings within the filter's 25 deg and offsets within its 2 m are noise: real traffic drives on its
-    lane's centre, only parked cars stand off it); the others keep the decoded pose. Greedy: earlier
-    agents win overlaps (judged at those poses).
+    off its lane would leave it at once; -1 for a car parked at the curb, see ``curb_offset_m``) and pose
+    (M, 3) (x, y, heading; tile frame): a vehicle or cyclist on a lane takes the lane's heading at its
+    position, and a vehicle in traffic (moving, or standing nearer than ``curb_offset_m``) its centreline
+    (decoded headings within the filter's 25 deg and offsets within its 2 m are noise: real traffic drives
+    on its lane's centre, only parked cars stand off it); the others keep the decoded pose. Greedy:
+    earlier agents win overlaps (judged at those poses).
     """
     m = len(state)
     if m == 0:
@@ -109,6 +116,7 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     parked = vehicle & (state[:, 2] < config.parked_speed_mps)
     reach = np.where(parked, config.max_parked_offset_m, config.max_lane_offset_m)
     on_lane = (lane >= 0) & (off <= reach) & (err <= config.max_heading_rad)
+    curb = parked & (off >= config.curb_offset_m)
     keep = inside & (~rider | on_lane)
     walker = agent_type == PEDESTRIAN
     if walker.any():
@@ -121,9 +129,9 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
         rows = np.flatnonzero(aligned & (lane == k))
         _, lateral, heading = geometry.project_to_polyline(xy[rows], lanes[k])
         yaw[rows] = heading
-        moving = vehicle[rows] & ~parked[rows]
+        in_traffic = vehicle[rows] & ~curb[rows]
         left = np.stack([-np.sin(heading), np.cos(heading)], -1)
-        xy[rows[moving]] -= lateral[moving, None] * left[moving]
+        xy[rows[in_traffic]] -= lateral[in_traffic, None] * left[in_traffic]
     corners = geometry.box_corners(xy, yaw, state[:, 5], state[:, 6])
     accepted: list[int] = []
     for i in np.flatnonzero(keep):
@@ -131,4 +139,4 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
             keep[i] = False
             continue
         accepted.append(int(i))
-    return keep, np.where(keep & on_lane, lane, -1), np.concatenate([xy, yaw[:, None]], -1)
+    return keep, np.where(keep & on_lane & ~curb, lane, -1), np.concatenate([xy, yaw[:, None]], -1)
