@@ -79,3 +79,18 @@ def test_cyclists_ride_a_lane_pedestrians_stand_off_it_and_only_agents_on_a_lane
     assert keep.tolist() == [True, False, True, False]
     assert lane_of.tolist() == [0, -1, -1, -1]
     assert pose[0].tolist() == [10.0, 1.2, 0.0]
+
+
+def test_a_spawned_follower_is_no_faster_than_it_can_brake_behind_the_one_ahead() -> None:
+    """On one lane, from the front back: 4.4 m behind a car at 6.5 m/s a car decoded at 14.4 m/s drives off at
+    sqrt(6.5^2 + 2 * 2.5 * (4.4 - 2.5)); one 36 m further back keeps its 14 m/s; other lanes and unrouted
+    agents keep theirs."""
+    from vectorworld.generation.learned.spawn_filter import follow_speeds
+
+    lanes = [np.stack([np.linspace(-40.0, 30.0, 15), np.zeros(15)], -1),
+             np.stack([np.linspace(-40.0, 30.0, 15), np.full(15, 3.5)], -1)]
+    pose = np.array([[20.0, 0.0, 0.0], [10.7, 0.0, 0.0], [-30.0, 0.0, 0.0], [12.0, 3.5, 0.0], [12.0, 6.0, 0.0]])
+    speed = np.array([6.5, 14.4, 14.0, 14.4, 14.4])
+    out = follow_speeds(pose, speed, np.full(5, 4.9), np.array([0, 0, 0, 1, -1]), lanes)
+    capped = np.sqrt(6.5**2 + 2 * 2.5 * (4.4 - 2.5))
+    np.testing.assert_allclose(out, [6.5, capped, 14.0, 14.4, 14.4], atol=1e-9)

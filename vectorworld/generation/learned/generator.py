@@ -36,7 +36,7 @@ from vectorworld.generation.base import (
 )
 from vectorworld.generation.learned.candidates import Choice, choose_candidate, completion_of
 from vectorworld.generation.learned.road_plan import RoadPlans, context_key
-from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
+from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns, follow_speeds
 from vectorworld.generation.learned.start_tile import (
     SEED_LANE_IDS,
     START_PORT_MARGIN_M,
@@ -505,8 +505,9 @@ class LearnedTileGenerator(TileGenerator):
         keep, lane, pose = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
         state, types, motion, lane, pose = state[keep], types[keep], motion[keep], lane[keep], pose[keep]
         yaw = geometry.wrap_angle(pose[:, 2] + request.frame.yaw)
+        speed = follow_speeds(pose, state[:, 2], state[:, 5], lane, lanes_local)
         spawns = AgentSpawns(
-            xy=request.frame.to_global(pose[:, :2]), yaw=yaw, speed=state[:, 2].astype(np.float64),
+            xy=request.frame.to_global(pose[:, :2]), yaw=yaw, speed=speed,
             length=state[:, 5].astype(np.float64), width=state[:, 6].astype(np.float64),
             agent_type=_AGENT_TYPES[types], lane_id=np.array([ids[k] if k >= 0 else -1 for k in lane], np.int64),
             motion_code=np.where(state[:, 2:3, None] < 0.2, 0.0, motion).astype(np.float64))

@@ -140,3 +140,23 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
             continue
         accepted.append(int(i))
     return keep, np.where(keep & on_lane & ~curb, lane, -1), np.concatenate([xy, yaw[:, None]], -1)
+
+
+def follow_speeds(pose: np.ndarray, speed: np.ndarray, length: np.ndarray, lane: np.ndarray, lanes: list[np.ndarray],
+                  brake_mps2: float = 2.5, min_gap_m: float = 2.5) -> np.ndarray:
+    """Speeds (M,) the kept agents can drive off with: on each lane (``lane`` (M,) indexes ``lanes``; -1: none),
+    from the front back, an agent is at most as fast as lets it brake at ``brake_mps2`` to the speed of the
+    one ahead within their bumper gap less ``min_gap_m``. (The model decodes each agent's speed on its own: two
+    spawned 4.4 m apart at 14.4 and 6.5 m/s met 0.7 s later.) ``pose`` (M, 3) tile frame, ``speed`` and
+    ``length`` (M,)."""
+    out = np.array(speed, np.float64, copy=True)
+    for k in np.unique(lane[lane >= 0]).tolist():
+        rows = np.flatnonzero(lane == k)
+        s, _, _ = geometry.project_to_polyline(pose[rows, :2], lanes[k])
+        order = rows[np.argsort(-s)]                                   # front first
+        s_sorted = np.sort(s)[::-1]
+        for ahead, behind, s_ahead, s_behind in zip(order[:-1], order[1:], s_sorted[:-1], s_sorted[1:], strict=True):
+            gap = s_ahead - s_behind - (length[ahead] + length[behind]) / 2.0
+            cap = np.sqrt(out[ahead] ** 2 + 2.0 * brake_mps2 * max(gap - min_gap_m, 0.0))
+            out[behind] = min(out[behind], cap)
+    return out
