@@ -207,14 +207,11 @@ class IdmCore:
                        & (y_lo >= lo[:, 1, None]) & (y_hi <= hi[:, 1, None]))
         inside &= others[None] != slots[:, None]
         pn, pm = np.nonzero(inside)
-        margin = np.where(a.speed[others[pm]] < STANDING_MPS, STANDING_MARGIN_M, MOVING_MARGIN_M)
-        half = a.width[slots[pn]] / 2.0 + margin
-        # Only boxes that can reach the band: centre within half + the box's half diagonal of the path.
-        o = others[pm]
-        near = geometry.point_polyline_distance(a.xy[o], ahead[pn]) < half + 0.5 * np.hypot(a.length[o], a.width[o])
-        pn, pm, o, half = pn[near], pm[near], o[near], half[near]
         if len(pn) == 0:
             return gap, lead_speed
+        o = others[pm]
+        margin = np.where(a.speed[o] < STANDING_MPS, STANDING_MARGIN_M, MOVING_MARGIN_M)
+        half = a.width[slots[pn]] / 2.0 + margin
         # Each candidate's outline points against each segment of its corridor: (Q, M, K-1).
         outline = box_outline(a.xy[o], a.yaw[o], a.length[o], a.width[o])
         seg_a, seg = ahead[pn, :-1], np.diff(ahead[pn], axis=1)

@@ -223,17 +223,17 @@ class RightOfWay:
         (committed agents enter anyway). Agents standing near the exit on other lanes do not block it (they
         wait at their own entries; counting them let two held agents wait for each other for good)."""
         a = inp.agents
-        standing = np.flatnonzero(a.valid & (a.speed < EXIT_BLOCKING_MPS))
-        lanes = [inp.routes.get(int(a.id[s])) for s in standing]
-        on = {int(a.id[s]): (route[0], a.xy[s]) for s, route in zip(standing, lanes, strict=True) if route}
-        if not on or not requests:  # parked cars (no route) never block
+        standing = [s for s in np.flatnonzero(a.valid & (a.speed < EXIT_BLOCKING_MPS))
+                    if inp.routes.get(int(a.id[s]))]  # parked cars (no route) never block
+        if not standing or not requests:
             return requests
+        ids, xy = a.id[standing], a.xy[standing]
+        lane = np.array([inp.routes.get(int(i))[0] for i in ids])
 
         def blocked(req: JunctionRequest) -> bool:
             connector = inp.graph[req.connector]
-            way_out, end = {req.connector, *connector.successors}, connector.points[-1]
-            return any(lane in way_out and agent != req.agent_id and np.sum((xy - end) ** 2) < EXIT_CLEAR_M**2
-                       for agent, (lane, xy) in on.items())
+            on_way_out = np.isin(lane, (req.connector, *connector.successors)) & (ids != req.agent_id)
+            return bool((on_way_out & (((xy - connector.points[-1]) ** 2).sum(-1) < EXIT_CLEAR_M**2)).any())
 
         return [req for req in requests if req.committed or not blocked(req)]
 

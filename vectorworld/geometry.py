@@ -118,15 +118,6 @@ def point_segment_distance(points: Array, a: Array, b: Array) -> Array:
     return np.linalg.norm(points[:, None] - closest, axis=-1)
 
 
-def point_polyline_distance(points: Array, polylines: Array) -> Array:
-    """Distance (Q,) from each point (Q, 2) to its own polyline (Q, K, 2)."""
-    a, ab = polylines[:, :-1], np.diff(polylines, axis=1)
-    rel = points[:, None] - a
-    t = np.clip(np.einsum("qki,qki->qk", rel, ab) / np.maximum(np.einsum("qki,qki->qk", ab, ab), 1e-12), 0.0, 1.0)
-    off = rel - t[..., None] * ab
-    return np.sqrt(np.einsum("qki,qki->qk", off, off).min(1))
-
-
 def box_corners(xy: Array, yaw: Array, length: Array, width: Array) -> Array:
     """Corners (..., 4, 2) of oriented boxes, counter-clockwise from front-left."""
     half = pair(length / 2.0, width / 2.0)[..., None, :]

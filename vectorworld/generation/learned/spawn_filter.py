@@ -153,10 +153,10 @@ def follow_speeds(pose: np.ndarray, speed: np.ndarray, length: np.ndarray, lane:
     for k in np.unique(lane[lane >= 0]).tolist():
         rows = np.flatnonzero(lane == k)
         s, _, _ = geometry.project_to_polyline(pose[rows, :2], lanes[k])
-        order = rows[np.argsort(-s)]                                   # front first
-        s_sorted = np.sort(s)[::-1]
-        for ahead, behind, s_ahead, s_behind in zip(order[:-1], order[1:], s_sorted[:-1], s_sorted[1:], strict=True):
-            gap = s_ahead - s_behind - (length[ahead] + length[behind]) / 2.0
-            cap = np.sqrt(out[ahead] ** 2 + 2.0 * brake_mps2 * max(gap - min_gap_m, 0.0))
-            out[behind] = min(out[behind], cap)
+        front_first = np.argsort(-s)
+        rows, s = rows[front_first], s[front_first]
+        for i in range(1, len(rows)):
+            ahead, behind = rows[i - 1], rows[i]
+            gap = s[i - 1] - s[i] - (length[ahead] + length[behind]) / 2.0
+            out[behind] = min(out[behind], np.sqrt(out[ahead] ** 2 + 2.0 * brake_mps2 * max(gap - min_gap_m, 0.0)))
     return out
