@@ -244,8 +244,11 @@ def collision_penalty(paths: torch.Tensor, own_length: torch.Tensor, own_width: 
     # car ahead would look no worse than a slower one). Once a candidate is in contact it stays so at least
     # as deeply: its imagined braking path beyond an obstacle would otherwise look like an escape.
     overlap = (torch.relu(-gaps[:, 0]) + config.contact_m) * (clearance < 0)
-    missing = torch.zeros_like(own_path[..., 0])                               # (P, Kc, T)
-    missing[p_i, k_i, t_i] = torch.relu(margins[p_i, t_i] - clearance) + overlap
+    # Scattered through flat indices: an index_put recorded by torch.jit.trace fails on an empty selection.
+    blank = torch.zeros_like(own_path[..., 0])                                 # (P, Kc, T)
+    flat = (p_i * blank.shape[1] + k_i) * blank.shape[2] + t_i
+    missing = blank.reshape(-1).scatter(0, flat, torch.relu(margins[p_i, t_i] - clearance) + overlap)
+    missing = missing.view_as(blank)
     per_pair = (torch.cummax(missing, dim=2).values * weights).sum(-1)         # (P, Kc)
     # Worst neighbour per agent: scatter-max the pairs back to their agents.
     index = rows[:, None].expand_as(per_pair)

@@ -200,6 +200,33 @@ def test_reachable_prefilter_drops_far_neighbours_and_keeps_blocking_ones() -> N
     assert reach.tolist() == [[True, False]]
 
 
+def test_a_collision_penalty_traced_with_one_check_in_reach_runs_with_none() -> None:
+    """A rollout crashed ("shape '[]' is invalid for input of size 0") when the scorer, traced on a step
+    where one (pair, candidate, time) check came within reach, met a step with a pair but no check: the
+    trace had recorded the penalty's index_put for a one-element selection."""
+    cfg = CollisionShapingConfig()
+    prims = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    paths = torch.from_numpy(primitive_paths(prims, cfg).astype(np.float32))[None]   # (1, 2, T, 4)
+    size = (torch.tensor([4.5]), torch.tensor([2.0]))
+    mask = torch.ones(1, 1, dtype=torch.bool)
+
+    def standing_car(ahead_m: float) -> torch.Tensor:
+        nb = torch.zeros(1, 1, 11)
+        nb[0, 0, :8] = torch.tensor([ahead_m, 0.0, 1.0, 0.0, 0.0, 0.0, 4.5, 2.0])
+        return nb
+
+    def penalty(paths: torch.Tensor, length: torch.Tensor, width: torch.Tensor, nb: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        return collision_penalty(paths, length, width, nb, mask, cfg)
+
+    one_check = standing_car(18.0)              # only the moving candidate's last check reaches it
+    traced = torch.jit.trace(penalty, (paths, *size, one_check, mask))
+    for ahead_m in (18.0, 30.0, 8.0):           # one check, none (the pair is still within range), several
+        args = (paths, *size, standing_car(ahead_m), mask)
+        assert torch.equal(traced(*args), penalty(*args))
+    assert float(penalty(paths, *size, standing_car(8.0), mask)[0, 1]) > 0.0
+
+
 def _policy(config: DeltaSimConfig) -> DeltaSimPolicy:
     rng = np.random.default_rng(1)
     data = np.stack([rng.uniform(0, 2.0, 2000), rng.normal(0, 0.03, 2000), rng.normal(0, 0.05, 2000)], -1)
