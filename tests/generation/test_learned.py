@@ -299,3 +299,33 @@ def test_a_connector_of_junction_completion_gets_no_decoded_edges() -> None:
     edges = gen._decode_edges(torch.zeros(1, 20, 16), np.array([2, -1, 4]))
     assert edges.shape == (3, 3)
     assert edges[0, 2] == EDGE_SUCC and not edges[1].any() and not edges[:, 1].any()
+
+
+class _CrossStreetModel(_ScriptedModel):
+    """:class:`_ScriptedModel` whose candidates also draw a cross street at x = 20 m, straight through the
+    second port's lane: no lane of the sample ends at the junction."""
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        c = sampler.candidates
+        cross = np.stack([np.full(LANE_POINTS, 20.0), np.linspace(-31.5, 31.5, LANE_POINTS)], -1)
+        decoded["lane_feat"][:, 5] = torch.as_tensor(fit_bezier(cross).reshape(-1) / HALF_TILE_M)
+        decoded["lane_logit"][:, 5] = 10.0
+        return decoded, z[:c]
+
+
+def test_a_sampled_lane_through_a_junction_is_cut_there_and_its_pieces_are_linked() -> None:
+    gen = LearnedTileGenerator(model=_CrossStreetModel(), candidates=2, fallback="test-straight",
+                               frozen_graph=False)
+    request = two_lane_request()
+    content = gen.generate(request)
+    assert not content.used_fallback
+    by_id = {lane.id: lane for lane in content.lanes}
+    chain = [by_id[dict(content.links)[1]]]                 # the second port's lane, from the port on
+    while chain[-1].successors:
+        chain.append(by_id[chain[-1].successors[0]])
+    local = [request.frame.to_local(lane.points) for lane in chain]
+    np.testing.assert_allclose([p[0, 0] for p in local], [0.0, 16.0, 24.0], atol=0.05)
+    assert abs(local[-1][-1, 0] - HALF_TILE_M) < 1e-6
+    assert [lane.predecessors for lane in chain[1:]] == [(chain[0].id,), (chain[1].id,)]
+    assert len(content.lanes) == 2 + 3 + 3                   # the cross street is cut at its junction too

@@ -35,6 +35,7 @@ from vectorworld.generation.base import (
     tile_ports,
 )
 from vectorworld.generation.learned.candidates import Choice, choose_candidate, completion_of
+from vectorworld.generation.learned.junction_split import SplitConfig, SplitLanes, split_at_crossings, unsplit
 from vectorworld.generation.learned.road_plan import RoadPlans, context_key
 from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns, follow_speeds
 from vectorworld.generation.learned.start_tile import (
@@ -85,6 +86,20 @@ DEFAULT_CANDIDATES = 2
 DEFAULT_ROUNDS = 2
 """A second batch of ``DEFAULT_CANDIDATES`` only for a tile whose first batch all failed the filter: 9.3% ->
 4.8% procedural fallback (6 seeds x 200 held-out tiles), the common path still samples 2 candidates."""
+
+
+def _neighbours(piece: int, split: SplitLanes, of_source: np.ndarray) -> list[int]:
+    """The neighbour lanes of a new lane (``split``'s index ``piece``) whose original lane had the original
+    neighbours ``of_source`` (n,) bool: of each, the piece outside a junction nearest to this one (none for
+    a junction piece: no lane changes inside a junction)."""
+    if split.junction[piece]:
+        return []
+    mid = split.lanes[piece].mean(0)
+    out = []
+    for j in np.flatnonzero(of_source):
+        road = [k for k in split.pieces[j] if not split.junction[k]]
+        out.append(min(road, key=lambda k: float(np.linalg.norm(split.lanes[k].mean(0) - mid))))
+    return out
 
 
 @dataclass(frozen=True)
@@ -175,7 +190,8 @@ class LearnedTileGenerator(TileGenerator):
                  num_threads: int | None = 1, model: OutpaintModel | None = None,
                  stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
                  start: str = "halves", rounds: int = DEFAULT_ROUNDS, frozen_graph: bool = True,
-                 road_plans: RoadPlans | None = None, plan_source: str = "prior") -> None:
+                 road_plans: RoadPlans | None = None, plan_source: str = "prior",
+                 junction_split: SplitConfig | None = SplitConfig()) -> None:
         from vectorworld.errors import ConfigError
 
         if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1 or rounds < 1:
@@ -197,6 +213,7 @@ class LearnedTileGenerator(TileGenerator):
         self.num_threads = num_threads
         self.stitch_config = stitch_config or StitchConfig()
         self.spawn_config = spawn_config or SpawnFilterConfig()
+        self.split_config = junction_split
         self._model = model
         self._plans = road_plans
         self._fallback: TileGenerator | None = None
@@ -453,14 +470,9 @@ class LearnedTileGenerator(TileGenerator):
         (n, n) are the decoded edge types among the kept lanes."""
         frame = request.frame
         n = len(stitched)
-        ids = [request.lane_ids() for _ in range(n)]
-        succ = {i: [] for i in range(n)}
-        for i, j in check.successors:
-            succ[i].append(j)
-        pred = {i: [j for j in range(n) if i in succ[j]] for i in range(n)}
         width = np.full(n, 3.5)
         speed = np.full(n, 13.9)
-        links: list[tuple[int, int]] = []
+        port_ends: list[tuple[int, int]] = []  # (port position, lane) of each joint kept
         port_gaps_raw, port_gaps = [], []
         for port_pos, lane in check.port_links:
             local = ctx.ports[port_pos]
@@ -472,22 +484,36 @@ class LearnedTileGenerator(TileGenerator):
                 continue
             port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
             port_gaps.append(gap)
-            link = (local.lane_id, ids[lane]) if local.is_out else (ids[lane], local.lane_id)
-            if link not in links:
-                links.append(link)
+            port_ends.append((port_pos, lane))
         model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[i, j] == EDGE_SUCC]
         raw_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ] + port_gaps_raw
         stitched_gaps = [float(np.linalg.norm(stitched[i][-1] - stitched[j][0])) for i, j in model_succ]
         stitched_gaps += port_gaps
+        split = (split_at_crossings(stitched, list(check.successors), self.split_config)
+                 if self.split_config is not None else unsplit(stitched, list(check.successors)))
+        lanes_local = split.lanes
+        source = np.repeat(np.arange(n), [len(p) for p in split.pieces])
+        ids = [request.lane_ids() for _ in lanes_local]
+        links: list[tuple[int, int]] = []
+        for port_pos, lane in port_ends:
+            local = ctx.ports[port_pos]
+            link = ((local.lane_id, ids[split.pieces[lane][0]]) if local.is_out
+                    else (ids[split.pieces[lane][-1]], local.lane_id))
+            if link not in links:
+                links.append(link)
+        succ = {k: [j for i, j in split.successors if i == k] for k in range(len(lanes_local))}
+        pred = {k: [i for i, j in split.successors if j == k] for k in range(len(lanes_local))}
         lanes = []
-        for i in range(n):
-            left = tuple(ids[j] for j in range(n) if j != i and edge_types[i, j] == EDGE_LEFT)
-            right = tuple(ids[j] for j in range(n) if j != i and edge_types[i, j] == EDGE_RIGHT)
-            lanes.append(Lane(id=ids[i], points=frame.to_global(stitched[i]), width_m=float(width[i]),
-                              speed_limit_mps=float(speed[i]), successors=tuple(ids[j] for j in succ[i]),
-                              predecessors=tuple(ids[j] for j in pred[i]), left_neighbors=left,
-                              right_neighbors=right))
-        agents, decoded = self._spawn(request, stitched, ids, agent_feat, agent_prob)
+        for k, points in enumerate(lanes_local):
+            i = source[k]
+            left = _neighbours(k, split, edge_types[i] == EDGE_LEFT)
+            right = _neighbours(k, split, edge_types[i] == EDGE_RIGHT)
+            lanes.append(Lane(id=ids[k], points=frame.to_global(points), width_m=float(width[i]),
+                              speed_limit_mps=float(speed[i]), successors=tuple(ids[j] for j in succ[k]),
+                              predecessors=tuple(ids[j] for j in pred[k]),
+                              left_neighbors=tuple(ids[j] for j in left),
+                              right_neighbors=tuple(ids[j] for j in right)))
+        agents, decoded = self._spawn(request, lanes_local, ids, agent_feat, agent_prob)
         content = TileContent(lanes=tuple(lanes), links=tuple(links), agents=agents)
         return content, (np.array(raw_gaps), np.array(stitched_gaps), decoded)
 
