@@ -94,3 +94,21 @@ def test_a_spawned_follower_is_no_faster_than_it_can_brake_behind_the_one_ahead(
     out = follow_speeds(pose, speed, np.full(5, 4.9), np.array([0, 0, 0, 1, -1]), lanes)
     capped = np.sqrt(6.5**2 + 2 * 2.5 * (4.4 - 2.5))
     np.testing.assert_allclose(out, [6.5, capped, 14.0, 14.4, 14.4], atol=1e-9)
+
+
+def test_a_spawned_follower_brakes_for_the_one_ahead_on_the_lane_it_leads_to_or_merges_into() -> None:
+    """Lanes 0 and 2 both lead to lane 1 (a merge). Ahead on a car's way: on its successor (10 m on from a car
+    5 m before the joint: capped to sqrt(6^2 + 2 * 2.5 * (5.1 - 2.5)) = 7 m/s) or nearer the merge on the
+    other lane (11 m before the merge, 6 m behind the car 5 m before it); a car closer than the 2.5 m gap
+    starts slower in proportion (1.1 m: 7 * 1.1 / 2.5)."""
+    from vectorworld.generation.learned.spawn_filter import follow_speeds
+
+    lanes = [np.stack([np.linspace(-40.0, 0.0, 9), np.zeros(9)], -1),
+             np.stack([np.linspace(0.0, 30.0, 7), np.zeros(7)], -1),
+             np.stack([np.linspace(-40.0, 0.0, 9), np.linspace(-40.0, 0.0, 9)], -1)]
+    pose = np.array([[5.0, 0.0, 0.0], [-5.0, 0.0, 0.0], [-11.0 / np.sqrt(2.0), -11.0 / np.sqrt(2.0), 0.785]])
+    speed = np.array([6.0, 14.0, 14.0])
+    out = follow_speeds(pose, speed, np.full(3, 4.9), np.array([1, 0, 2]), lanes, [(0, 1), (2, 1)])
+    np.testing.assert_allclose(out, [6.0, 7.0, 7.0 * 1.1 / 2.5], atol=1e-9)
+    alone = follow_speeds(pose, speed, np.full(3, 4.9), np.array([1, 0, 2]), lanes)
+    np.testing.assert_allclose(alone, speed)                  # without the links no one is ahead of another

@@ -513,13 +513,17 @@ class LearnedTileGenerator(TileGenerator):
                               predecessors=tuple(ids[j] for j in pred[k]),
                               left_neighbors=tuple(ids[j] for j in left),
                               right_neighbors=tuple(ids[j] for j in right)))
-        agents, decoded = self._spawn(request, lanes_local, ids, agent_feat, agent_prob)
+        agents, decoded = self._spawn(request, stitched, list(check.successors), split, ids, agent_feat,
+                                      agent_prob)
         content = TileContent(lanes=tuple(lanes), links=tuple(links), agents=agents)
         return content, (np.array(raw_gaps), np.array(stitched_gaps), decoded)
 
-    def _spawn(self, request: TileRequest, lanes_local: list[np.ndarray], ids: list[int],
-               agent_feat: np.ndarray, agent_prob: np.ndarray) -> tuple[AgentSpawns, int]:
-        """Decoded frontier agents that pass the spawn filter, in the global frame."""
+    def _spawn(self, request: TileRequest, lanes_local: list[np.ndarray], successors: list[tuple[int, int]],
+               split: SplitLanes, ids: list[int], agent_feat: np.ndarray, agent_prob: np.ndarray
+               ) -> tuple[AgentSpawns, int]:
+        """Decoded frontier agents that pass the spawn filter, in the global frame. The filter and the spawn
+        speeds read the lanes before the junction split (a lane's followers brake for the one ahead across
+        its pieces); each agent then gets the piece it stands on (``ids`` are the split lanes')."""
         exist = agent_prob > self.exist_threshold
         if not request.spawn_agents or not exist.any() or not lanes_local:
             return AgentSpawns.none(), int(exist.sum())
@@ -531,10 +535,12 @@ class LearnedTileGenerator(TileGenerator):
         keep, lane, pose = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
         state, types, motion, lane, pose = state[keep], types[keep], motion[keep], lane[keep], pose[keep]
         yaw = geometry.wrap_angle(pose[:, 2] + request.frame.yaw)
-        speed = follow_speeds(pose, state[:, 2], state[:, 5], lane, lanes_local)
+        speed = follow_speeds(pose, state[:, 2], state[:, 5], lane, lanes_local, successors)
+        piece = [split.piece_at(k, geometry.project_to_polyline(xy[None], lanes_local[k])[0][0]) if k >= 0 else -1
+                 for k, xy in zip(lane.tolist(), pose[:, :2], strict=True)]
         spawns = AgentSpawns(
             xy=request.frame.to_global(pose[:, :2]), yaw=yaw, speed=speed,
             length=state[:, 5].astype(np.float64), width=state[:, 6].astype(np.float64),
-            agent_type=_AGENT_TYPES[types], lane_id=np.array([ids[k] if k >= 0 else -1 for k in lane], np.int64),
+            agent_type=_AGENT_TYPES[types], lane_id=np.array([ids[k] if k >= 0 else -1 for k in piece], np.int64),
             motion_code=np.where(state[:, 2:3, None] < 0.2, 0.0, motion).astype(np.float64))
         return spawns, int(exist.sum())

@@ -48,6 +48,12 @@ class SplitLanes:
     junction: np.ndarray
     """(M,) bool: the new lane is the part of a cut lane inside a junction."""
 
+    def piece_at(self, lane: int, arc_m: float) -> int:
+        """The new lane that holds arc length ``arc_m`` along original lane ``lane``."""
+        pieces = self.pieces[lane]
+        ends = np.cumsum([geometry.polyline_lengths(self.lanes[k])[-1] for k in pieces])
+        return pieces[min(int(np.searchsorted(ends, arc_m)), len(pieces) - 1)]
+
 
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]

@@ -142,21 +142,63 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     return keep, np.where(keep & on_lane & ~curb, lane, -1), np.concatenate([xy, yaw[:, None]], -1)
 
 
+def downstream(lanes: list[np.ndarray], successors: list[tuple[int, int]]) -> list[dict[int, float]]:
+    """Per lane, every lane reachable from it over ``successors`` links (itself included) with the arc length
+    (m) from its start to that lane's start (the first path found, breadth first)."""
+    length = [float(geometry.polyline_lengths(p)[-1]) for p in lanes]
+    nxt: dict[int, list[int]] = {}
+    for i, j in successors:
+        nxt.setdefault(i, []).append(j)
+    out = []
+    for k in range(len(lanes)):
+        reach, queue = {k: 0.0}, [k]
+        while queue:
+            i = queue.pop(0)
+            for j in nxt.get(i, []):
+                if j not in reach:
+                    reach[j] = reach[i] + length[i]
+                    queue.append(j)
+        out.append(reach)
+    return out
+
+
 def follow_speeds(pose: np.ndarray, speed: np.ndarray, length: np.ndarray, lane: np.ndarray, lanes: list[np.ndarray],
-                  brake_mps2: float = 2.5, min_gap_m: float = 2.5) -> np.ndarray:
-    """Speeds (M,) the kept agents can drive off with: on each lane (``lane`` (M,) indexes ``lanes``; -1: none),
-    from the front back, an agent is at most as fast as lets it brake at ``brake_mps2`` to the speed of the
-    one ahead within their bumper gap less ``min_gap_m``. (The model decodes each agent's speed on its own: two
-    spawned 4.4 m apart at 14.4 and 6.5 m/s met 0.7 s later.) ``pose`` (M, 3) tile frame, ``speed`` and
-    ``length`` (M,)."""
+                  successors: list[tuple[int, int]] = (), brake_mps2: float = 2.5, min_gap_m: float = 2.5
+                  ) -> np.ndarray:
+    """Speeds (M,) the kept agents can drive off with: an agent is at most as fast as lets it brake at
+    ``brake_mps2`` to the speed of any one ahead on its way within their bumper gap less ``min_gap_m``, and
+    one closer than ``min_gap_m`` starts slower in proportion to the gap. (The model decodes each agent's speed
+    on its own: two spawned 4.4 m apart at 14.4 and 6.5 m/s met 0.7 s later.)
+
+    Ahead on its way: farther along its lane, on a lane it leads to over ``successors`` (kept-lane index
+    pairs), or nearer the start of a lane both lead to (a merge). ``lane`` (M,) indexes ``lanes`` (-1: none);
+    ``pose`` (M, 3) tile frame, ``speed`` and ``length`` (M,)."""
     out = np.array(speed, np.float64, copy=True)
-    for k in np.unique(lane[lane >= 0]).tolist():
+    routed = np.flatnonzero(lane >= 0)
+    if len(routed) < 2:
+        return out
+    reach = downstream(lanes, list(successors))
+    arc = np.zeros(len(lane))
+    for k in np.unique(lane[routed]).tolist():
         rows = np.flatnonzero(lane == k)
-        s, _, _ = geometry.project_to_polyline(pose[rows, :2], lanes[k])
-        front_first = np.argsort(-s)
-        rows, s = rows[front_first], s[front_first]
-        for i in range(1, len(rows)):
-            ahead, behind = rows[i - 1], rows[i]
-            gap = s[i - 1] - s[i] - (length[ahead] + length[behind]) / 2.0
-            out[behind] = min(out[behind], np.sqrt(out[ahead] ** 2 + 2.0 * brake_mps2 * max(gap - min_gap_m, 0.0)))
+        arc[rows] = geometry.project_to_polyline(pose[rows, :2], lanes[k])[0]
+    # gap[a, b]: bumper gap from a to b when b is ahead on a's way, else nan.
+    gap = np.full((len(lane), len(lane)), np.nan)
+    for a in routed:
+        for b in routed:
+            common = [m for m in reach[lane[a]] if m in reach[lane[b]]] if a != b else []
+            if common:
+                m = common[0]
+                along = (reach[lane[a]][m] - arc[a]) - (reach[lane[b]][m] - arc[b])
+                if along > 0.0:
+                    gap[a, b] = along - (length[a] + length[b]) / 2.0
+    for _ in range(len(routed)):  # caps only fall: a chain of followers settles within as many passes
+        before = out.copy()
+        for a, b in zip(*np.nonzero(~np.isnan(gap)), strict=True):
+            g = gap[a, b]
+            cap = (np.sqrt(out[b] ** 2 + 2.0 * brake_mps2 * (g - min_gap_m)) if g >= min_gap_m
+                   else out[b] * max(g, 0.0) / min_gap_m)
+            out[a] = min(out[a], cap)
+        if np.array_equal(before, out):
+            break
     return out
