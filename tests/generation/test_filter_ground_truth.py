@@ -100,3 +100,15 @@ def test_procedural_agents_pass_the_spawn_filter() -> None:
         parked += int(((tiles["agent_type"][i][valid] == 0) & (state[:, 2] < 0.5)).sum())
     assert total >= 60 and parked >= 10
     assert kept / total >= 0.95, (kept, total)
+
+
+@pytest.mark.parametrize("apart_m, kept", [(0.9, [0]), (3.5, [0, 1])])
+def test_a_lane_on_top_of_one_the_other_way_is_a_duplicate(apart_m: float, kept: list[int]) -> None:
+    """A two-way road's lanes lie a lane width apart; two opposed lanes 0.9 m apart met head-on in a learned
+    world's rollout. The port's lane stays, the other one goes."""
+    port = [FrontierPort(0, np.array([0.0, 0.0]), 0.0, True)]
+    known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0))])
+    ahead = _line((0.0, 0.0), (31.5, 0.0))
+    back = _line((31.5, apart_m), (-31.5, apart_m))
+    check = check_candidate(np.stack([ahead, back]), port, known, StitchConfig())
+    assert check.keep.tolist() == kept and check.pruned["duplicate"] == 2 - len(kept)

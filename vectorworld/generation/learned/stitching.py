@@ -3,7 +3,8 @@
 A candidate's new lanes are checked against the frontier (ports: where the known world's lanes must
 continue) and the known lanes:
 
-* duplicates of known lanes (most points within ``overlap_m`` and aligned) are dropped;
+* duplicates of known lanes (most points within ``overlap_m`` and aligned, or within ``opposed_m`` of a
+  lane the other way) are dropped;
 * every must-connect port needs a new lane starting (out port) or ending (in port) near it;
 * every new lane start / end must be at a port, at another new lane's end / start, or at the tile border
   (otherwise it dangles inside the tile);
@@ -46,6 +47,10 @@ class StitchConfig:
     the border. 0 switches the rule off."""
     overlap_m: float = 1.2
     overlap_fraction: float = 0.5
+    opposed_m: float = 2.0
+    """A lane whose points mostly run this close to a lane of the opposite direction lies on top of it (the two
+    lanes of a two-way road are a lane width apart, 3.5 m in the city): a duplicate too. Two such lanes 0.9 m
+    apart met head-on in a learned world's rollout."""
     min_length_m: float = 3.0
     max_turn_rad: float = 4.0
     """A lane whose heading turns more than this in all (summed along it) is a loop, not a road: dropped
@@ -174,16 +179,20 @@ _PROBE = slice(1, None, 2)
 """The lane vertices probed by the duplicate test (every other one)."""
 
 
-def _near_aligned(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
-                  config: StitchConfig) -> np.ndarray:
-    """(S, M) bool: probe point s lies within ``overlap_m`` of point m with headings within
-    ``connect_yaw_rad`` -- one 2-D distance matrix, no per-lane-pair 4-D tensor."""
+def _near_lanes(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
+                config: StitchConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(S, M) bool twice: probe point s lies within ``overlap_m`` of point m with headings within
+    ``connect_yaw_rad`` (aligned), or within ``opposed_m`` of it heading the other way (opposed, within
+    ``connect_yaw_rad`` of a U-turn) -- one 2-D distance matrix, no per-lane-pair 4-D tensor."""
     d2 = (probe * probe).sum(-1)[:, None] + (points * points).sum(-1)[None, :] - 2.0 * probe @ points.T
-    close = d2 < config.overlap_m ** 2
-    rows, cols = np.nonzero(close)
+    aligned = d2 < config.overlap_m ** 2
+    opposed = d2 < config.opposed_m ** 2
+    rows, cols = np.nonzero(aligned | opposed)
     if len(rows):  # headings only where close (a small share of the pairs)
-        close[rows, cols] = np.abs(geometry.wrap_angle(probe_yaw[rows] - yaw[cols])) < config.connect_yaw_rad
-    return close
+        turn = np.abs(geometry.wrap_angle(probe_yaw[rows] - yaw[cols]))
+        aligned[rows, cols] &= turn < config.connect_yaw_rad
+        opposed[rows, cols] &= turn > np.pi - config.connect_yaw_rad
+    return aligned, opposed
 
 
 def lanes_reference(lanes: np.ndarray) -> KnownLanes:
@@ -240,11 +249,11 @@ def crossing_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig) -
 def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
                     first: np.ndarray | None = None) -> np.ndarray:
     """Which lanes (K, P, 2) to drop (K,) bool: a lane is a duplicate if more than ``overlap_fraction`` of
-    its probed vertices lie close to and aligned with a known lane, or with a lane kept before it; shorter
-    than ``min_length_m`` counts as a duplicate too. Lanes flagged in ``first`` (K,) bool (the ones closing a
-    required port) are considered first, so of two overlapping lanes the one that closes a port stays; they
-    are never duplicates of a known lane, and duplicates of another lane only if both ends coincide (two
-    ports merging into one lane are two lanes)."""
+    its probed vertices lie close to and aligned with a known lane, or with a lane kept before it, or close to
+    one such lane the other way (``opposed_m``); shorter than ``min_length_m`` counts as a duplicate too. Lanes
+    flagged in ``first`` (K,) bool (the ones closing a required port) are considered first, so of two
+    overlapping lanes the one that closes a port stays; they are never duplicates of a known lane, and aligned
+    duplicates of another lane only if both ends coincide (two ports merging into one lane are two lanes)."""
     k, p = lanes.shape[:2]
     if k == 0:
         return np.zeros(0, bool)
@@ -253,12 +262,14 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     per_lane = len(range(p)[_PROBE])
     drop = geometry.polyline_lengths(lanes)[:, -1] < config.min_length_m
     if len(known.points):  # a lane that closes a port is kept even where it runs along a known lane (a merge)
-        hit = _near_aligned(probe, probe_yaw, known.points, known.headings, config).any(1)
-        dup_known = hit.reshape(k, per_lane).mean(1) > config.overlap_fraction
+        aligned, opposed = _near_lanes(probe, probe_yaw, known.points, known.headings, config)
+        dup_known = ((aligned.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction)
+                     | (opposed.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction))
         drop |= dup_known if first is None else dup_known & ~first
-    near = _near_aligned(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
+    aligned, opposed = _near_lanes(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
     # fraction[i, j]: share of lane i's probes near lane j (reduce over j's vertices, then i's probes)
-    fraction = near.reshape(k, per_lane, k, p).any(3).mean(1)
+    fraction = aligned.reshape(k, per_lane, k, p).any(3).mean(1)
+    against = opposed.reshape(k, per_lane, k, p).any(3).mean(1)
     kept: list[int] = []
     order = range(k) if first is None else np.argsort(~first, kind="stable")
     for i in order:
@@ -269,6 +280,7 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
             same = ((np.linalg.norm(lanes[kept, 0] - lanes[i, 0], axis=-1) < config.connect_m)
                     & (np.linalg.norm(lanes[kept, -1] - lanes[i, -1], axis=-1) < config.connect_m))
             dup &= same
+        dup |= against[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
         if dup.any():
             drop[i] = True
             continue
