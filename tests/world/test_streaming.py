@@ -1,6 +1,7 @@
 """The streaming world: coverage ahead of the ego, continuity at links, retirement, drivable raster."""
 
 import numpy as np
+import pytest
 
 from tests.straight_world import StraightGenerator  # also registers "test-straight"
 from vectorworld.generation import make_generator
@@ -82,6 +83,22 @@ def test_a_crossing_far_from_traffic_becomes_a_junction_at_once():
     far_away = np.array([[60.0, 300.0]])
     assert world.ensure_coverage(np.array([0.0, -1.75]), 0.0, None, far_away, far_away)
     assert world.graph[10_000].lane_type == LaneType.CONNECTOR
+
+
+@pytest.mark.parametrize("apart_m, junction", [(2.2, False), (1.5, True)])
+def test_a_two_way_road_narrowing_is_a_junction_only_where_oncoming_cars_cannot_pass(apart_m: float,
+                                                                                     junction: bool) -> None:
+    """Two lanes the opposite ways, 3.5 m apart, come within ``apart_m`` at one end (a learned start tile's
+    road narrowed to 2.2 m at its border, and the world held the ego for oncoming traffic as at a junction).
+    A lane turning past another one within 2.5 m still makes a junction."""
+    world = StreamingWorld(make_generator("test-straight"), np.random.default_rng(0))
+    xs = np.linspace(0.0, 60.0, 13)
+    east = Lane(20_000, np.stack([xs, np.zeros_like(xs)], -1))
+    west = Lane(20_001, np.stack([xs[::-1], np.linspace(apart_m, 3.5, 13)], -1))
+    turn = Lane(20_002, np.stack([np.full(9, 30.0), np.linspace(-40.0, -2.0, 9)], -1))  # ends 2 m short of east
+    world.add_known_map([east, west, turn])
+    types = [world.graph[i].lane_type == LaneType.CONNECTOR for i in (20_000, 20_001, 20_002)]
+    assert types == [True, junction, True]
 
 
 def test_a_port_reopened_by_retirement_gets_fresh_attempts():

@@ -359,6 +359,11 @@ STRAIGHT_FALLBACK = "straight-fallback"
 """Generator name of the straight lanes that continue a port no generator could continue."""
 CLOSE_PASS_M = 2.5
 """Centrelines closer than this (less than a lane width) that are not connected pass through one junction."""
+PASSING_CLEAR_M = 2.0
+"""Opposed lanes this far apart or more are a road, not a junction: two 2 m-wide cars pass (the learned
+generator's filter drops a lane that runs closer to an opposed one, ``StitchConfig.opposed_m``). A learned
+start tile's two-way road narrowing to 2.2 m at its border held the ego for its oncoming traffic as at a
+junction, over both 32 m lanes."""
 
 
 def _related(la: Lane, lb: Lane) -> bool:
@@ -369,10 +374,15 @@ def _related(la: Lane, lb: Lane) -> bool:
 
 
 def _at_an_angle(la: Lane, lb: Lane, line_a, line_b, min_rad: float = 0.5) -> bool:  # noqa: ANN001 - shapely
-    """Whether the lanes' headings differ by more than ``min_rad`` where they come closest."""
+    """Whether the lanes' headings differ by more than ``min_rad`` where they come closest, unless they head
+    the opposite ways (within ``min_rad``) at least ``PASSING_CLEAR_M`` apart: a two-way road narrowing,
+    where oncoming cars still pass each other."""
     import shapely
 
     pa, pb = np.asarray(shapely.shortest_line(line_a, line_b).coords)
     _, _, yaw_a = geometry.project_to_polyline(pa[None], la.points)
     _, _, yaw_b = geometry.project_to_polyline(pb[None], lb.points)
-    return abs(float(geometry.wrap_angle(yaw_a[0] - yaw_b[0]))) > min_rad
+    turn = abs(float(geometry.wrap_angle(yaw_a[0] - yaw_b[0])))
+    if turn > np.pi - min_rad and float(np.linalg.norm(pa - pb)) >= PASSING_CLEAR_M:
+        return False
+    return turn > min_rad
