@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from vectorworld.generation.learned.spawn_filter import nearest_lane
 
@@ -41,7 +42,8 @@ def test_nearest_lane_of_lanes_of_any_point_count_is_the_per_lane_projection() -
 
 def test_kept_vehicles_follow_their_lane_moving_ones_on_its_centre_and_others_keep_their_pose() -> None:
     """Moving vehicles and vehicles standing in traffic go onto the centreline and get the lane; a car parked
-    at the curb (standing, ``curb_offset_m`` or more beside) keeps its pose and gets no lane."""
+    at the curb (standing, ``curb_offset_m`` or more beside) gets no lane and stands on the curb line
+    (``curb_place_m``, moved out to it from 2.3 m: a bus passing on the lane hit one left at 2.25 m)."""
     from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns
 
     lane = np.stack([np.linspace(0.0, 30.0, 7), np.linspace(0.0, 30.0, 7) * 0.1], -1)   # heading 0.0997 rad
@@ -58,7 +60,9 @@ def test_kept_vehicles_follow_their_lane_moving_ones_on_its_centre_and_others_ke
     assert pose[0, 2] == heading and pose[1, 2] == heading and pose[4, 2] == heading
     np.testing.assert_allclose(pose[[0, 4], 1], pose[[0, 4], 0] * 0.1, atol=1e-9)  # on the centreline
     np.testing.assert_allclose(np.hypot(*(pose[0, :2] - [10.0, 1.5])), abs(0.5 * np.cos(heading)), atol=1e-9)
-    assert pose[1, :2].tolist() == [20.0, 4.3]                                    # parked: stays at the curb
+    along, across = np.array([1.0, 0.1]) / np.hypot(1.0, 0.1), np.array([-0.1, 1.0]) / np.hypot(1.0, 0.1)
+    assert pose[1, :2] @ across == pytest.approx(2.45)             # parked 2.3 m out: moved to the curb line
+    assert pose[1, :2] @ along == pytest.approx(np.array([20.0, 4.3]) @ along)
     assert pose[2].tolist() == [5.0, 6.0, np.arctan2(np.sin(1.0), np.cos(1.0))]
 
 
@@ -112,3 +116,20 @@ def test_a_spawned_follower_brakes_for_the_one_ahead_on_the_lane_it_leads_to_or_
     np.testing.assert_allclose(out, [6.0, 7.0, 7.0 * 1.1 / 2.5], atol=1e-9)
     alone = follow_speeds(pose, speed, np.full(3, 4.9), np.array([1, 0, 2]), lanes)
     np.testing.assert_allclose(alone, speed)                  # without the links no one is ahead of another
+
+
+def test_spawns_that_would_meet_head_on_or_across_within_two_seconds_are_dropped() -> None:
+    """Kept in order, each driven straight on: a car 20 m ahead coming the other way (meets in 1 s), and one
+    crossing 10 m ahead at right angles (meets in 1 s), go; oncoming traffic a lane width to the side, a car
+    ahead the same way and a crossing car that would meet the first only after the 2 s horizon stay."""
+    from vectorworld.generation.learned.spawn_filter import clear_paths
+
+    pose = np.array([[0.0, 0.0, 0.0],            # kept: the first
+                     [20.0, 0.0, np.pi],         # head-on
+                     [20.0, 3.5, np.pi],         # oncoming, the next lane
+                     [10.0, -10.0, np.pi / 2],   # across, at the same point after 1 s
+                     [8.0, 0.0, 0.0],            # ahead, the same way (follow_speeds' business)
+                     [40.0, -20.0, np.pi / 2]])  # across, at the same point only after 4 s
+    speed = np.array([10.0, 10.0, 10.0, 10.0, 10.0, 5.0])
+    keep = clear_paths(pose, speed, np.full(6, 4.5), np.full(6, 2.0))
+    assert keep.tolist() == [True, False, True, False, True, True]

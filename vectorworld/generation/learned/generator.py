@@ -37,7 +37,12 @@ from vectorworld.generation.base import (
 from vectorworld.generation.learned.candidates import Choice, choose_candidate, completion_of
 from vectorworld.generation.learned.junction_split import SplitConfig, SplitLanes, split_at_crossings, unsplit
 from vectorworld.generation.learned.road_plan import RoadPlans, context_key
-from vectorworld.generation.learned.spawn_filter import SpawnFilterConfig, filter_spawns, follow_speeds
+from vectorworld.generation.learned.spawn_filter import (
+    SpawnFilterConfig,
+    clear_paths,
+    filter_spawns,
+    follow_speeds,
+)
 from vectorworld.generation.learned.start_tile import (
     SEED_LANE_IDS,
     START_PORT_MARGIN_M,
@@ -536,6 +541,8 @@ class LearnedTileGenerator(TileGenerator):
         state, types, motion, lane, pose = state[keep], types[keep], motion[keep], lane[keep], pose[keep]
         yaw = geometry.wrap_angle(pose[:, 2] + request.frame.yaw)
         speed = follow_speeds(pose, state[:, 2], state[:, 5], lane, lanes_local, successors)
+        clear = clear_paths(pose, speed, state[:, 5], state[:, 6])
+        state, types, motion, lane, pose, speed = (a[clear] for a in (state, types, motion, lane, pose, speed))
         piece = [split.piece_at(k, geometry.project_to_polyline(xy[None], lanes_local[k])[0][0]) if k >= 0 else -1
                  for k, xy in zip(lane.tolist(), pose[:, :2], strict=True)]
         spawns = AgentSpawns(
