@@ -329,3 +329,24 @@ def test_a_sampled_lane_through_a_junction_is_cut_there_and_its_pieces_are_linke
     assert abs(local[-1][-1, 0] - HALF_TILE_M) < 1e-6
     assert [lane.predecessors for lane in chain[1:]] == [(chain[0].id,), (chain[1].id,)]
     assert len(content.lanes) == 2 + 3 + 3                   # the cross street is cut at its junction too
+
+
+class _CrossingCarsModel(_CrossStreetModel):
+    """:class:`_CrossStreetModel` with a third car on the cross street, 10 m short of the junction and as
+    fast as the car on the first lane, 10 m short of it too: they would meet there 1.25 s later."""
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        decoded["agent_feat"][:, 2, :7] = torch.tensor([20.0 / 32, -10.0 / 32, 0.8, 0.0, 1.0, 0.1, 0.0])
+        decoded["agent_feat"][:, 2, 7] = 5.0
+        decoded["agent_logit"][:, 2] = 10.0
+        return decoded, z
+
+
+def test_spawns_that_would_meet_at_a_junction_are_not_both_placed() -> None:
+    gen = LearnedTileGenerator(model=_CrossingCarsModel(), candidates=2, fallback="test-straight",
+                               frozen_graph=False)
+    request = two_lane_request()
+    agents = gen.generate(request).agents
+    assert len(agents) == len(agents.yaw) == 1 and gen.last_diagnostics.kept_agents == 1
+    np.testing.assert_allclose(request.frame.to_local(agents.xy)[0], [10.0, 0.0], atol=0.5)

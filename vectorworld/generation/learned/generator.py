@@ -539,10 +539,10 @@ class LearnedTileGenerator(TileGenerator):
         existing = request.frame.to_local(np.asarray(request.existing_agents_xy, np.float64).reshape(-1, 2))
         keep, lane, pose = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
         state, types, motion, lane, pose = state[keep], types[keep], motion[keep], lane[keep], pose[keep]
-        yaw = geometry.wrap_angle(pose[:, 2] + request.frame.yaw)
         speed = follow_speeds(pose, state[:, 2], state[:, 5], lane, lanes_local, successors)
         clear = clear_paths(pose, speed, state[:, 5], state[:, 6])
         state, types, motion, lane, pose, speed = (a[clear] for a in (state, types, motion, lane, pose, speed))
+        yaw = geometry.wrap_angle(pose[:, 2] + request.frame.yaw)
         piece = [split.piece_at(k, geometry.project_to_polyline(xy[None], lanes_local[k])[0][0]) if k >= 0 else -1
                  for k, xy in zip(lane.tolist(), pose[:, :2], strict=True)]
         spawns = AgentSpawns(
