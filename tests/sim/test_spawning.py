@@ -128,3 +128,13 @@ def test_a_spawn_before_a_red_light_is_slowed_to_stop_at_its_line_and_a_green_on
     assert _slowed(40.0, 16.0, SignalState.CAUTION).speed[0] == pytest.approx(slowed.speed[0])
     assert _slowed(40.0, 5.0, SignalState.STOP).speed[0] == 5.0   # slow enough already
     assert _slowed(40.0, 16.0, SignalState.GO).speed[0] == 16.0
+
+
+def test_agent_spawns_with_arrays_of_different_lengths_are_refused() -> None:
+    """A generator that dropped agents from some arrays only (the learned one once kept 8 headings for 7
+    agents) fails where it builds its spawns, naming the field, not later with agents turned the wrong way."""
+    fields = dict(xy=np.zeros((2, 2)), yaw=np.zeros(3), speed=np.zeros(2), length=np.ones(2), width=np.ones(2),
+                  agent_type=np.ones(2, np.int8), lane_id=np.zeros(2, np.int64), motion_code=np.zeros((2, 6, 2)))
+    with pytest.raises(ValueError, match="AgentSpawns.yaw holds 3 agents, xy holds 2"):
+        AgentSpawns(**fields)
+    assert len(AgentSpawns(**{**fields, "yaw": np.zeros(2)})) == 2

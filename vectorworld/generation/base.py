@@ -111,6 +111,12 @@ class AgentSpawns:
     lane_id: np.ndarray
     motion_code: np.ndarray
 
+    def __post_init__(self) -> None:
+        count = len(self.xy)
+        for name in self.__dataclass_fields__:
+            if len(getattr(self, name)) != count:
+                raise ValueError(f"AgentSpawns.{name} holds {len(getattr(self, name))} agents, xy holds {count}")
+
     @classmethod
     def none(cls) -> AgentSpawns:
         return cls(np.zeros((0, 2)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
