@@ -77,6 +77,9 @@ def test_rollout_from_a_converted_file_drives_1km_past_its_map(format_files) -> 
             break
     assert left_m is not None, "the ego never left the recorded map"
     assert session.end_reason.value == "none", session.end_reason
-    assert session.metrics.distance_m >= left_m + 1000.0 and outside(session)
-    # The world around the ego is generated now (the recorded lanes may already be retired behind it).
-    assert set(session.world.graph.lanes) - set(session.scenario.map.lanes.lanes)
+    assert session.metrics.distance_m >= left_m + 1000.0
+    # It drives generated lanes now. (Not necessarily outside the map's bounding box: on 2026-12-07 its route
+    # came back into the box on generated lanes laid beside the recorded ones.)
+    recorded = set(session.scenario.map.lanes.lanes)
+    route = session.routes.get(int(session.agents.id[session.ego_slot]))
+    assert route and not set(route[:3]) & recorded
