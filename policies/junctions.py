@@ -186,10 +186,18 @@ class JunctionRequest:
     still go first, and a yielding agent that waited :data:`YIELD_PATIENCE_S`)."""
     length_m: float = 0.0
     """The agent's length: a long vehicle's connector conflicts by its swept boxes (:data:`LONG_VEHICLE_M`)."""
+    then: tuple[int, ...] = ()
+    """The connectors right after ``connector`` on its route: granted together with it, as one junction (a
+    chain's second connector requested only from the first came too late to stop for: two cars granted
+    crossing chains met inside a learned junction)."""
 
     @property
     def long(self) -> bool:
         return self.length_m > LONG_VEHICLE_M
+
+    @property
+    def connectors(self) -> tuple[int, ...]:
+        return (self.connector, *self.then)
 
 
 def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: Mapping[int, float],
@@ -219,11 +227,12 @@ def grant_connectors(graph: LaneGraph, conflicts: ConflictMap, occupied: Mapping
 
     for req in sorted(requests, key=priority):
         others = [(c, long) for c, long, occupant in taken if occupant != req.agent_id]
-        if req.committed or not conflicts.any_conflict(graph, req.connector, others, req.long):
+        mine = [c for c in req.connectors if c in graph]
+        if req.committed or not any(conflicts.any_conflict(graph, c, others, req.long) for c in mine):
             granted.add(req.agent_id)
-            taken.append((req.connector, req.long, -1))
+            taken.extend((c, req.long, -1) for c in mine)
         elif patient(req):
-            taken.append((req.connector, req.long, -1))
+            taken.extend((c, req.long, -1) for c in mine)
     return granted
 
 

@@ -115,7 +115,7 @@ class RightOfWay:
             reach_m = max(self.params.junction_approach_m, float(a.speed[slot]) * APPROACH_HORIZON_S)
             if profile.connector >= 0 and 0.0 <= dist <= reach_m:
                 requests.append(self.junction_request(int(a.id[slot]), profile.connector, dist, float(a.speed[slot]),
-                                                      float(a.length[slot])))
+                                                      float(a.length[slot]), profile.chain))
         requested = frozenset(r.agent_id for r in requests)
         standing = self._minor_yields(inp, self._lights(inp, requests))
         standing = self._exit_clear(inp, standing)
@@ -141,11 +141,11 @@ class RightOfWay:
         return decision
 
     def junction_request(self, agent_id: int, connector: int, distance_m: float, speed_mps: float,
-                         length_m: float = 0.0) -> JunctionRequest:
-        """A request to enter ``connector``, ``distance_m`` ahead of an agent ``length_m`` long driving at
-        ``speed_mps``."""
+                         length_m: float = 0.0, then: tuple[int, ...] = ()) -> JunctionRequest:
+        """A request to enter ``connector`` (and the connectors ``then`` right after it), ``distance_m`` ahead
+        of an agent ``length_m`` long driving at ``speed_mps``."""
         return JunctionRequest(agent_id, connector, distance_m, self._committed(speed_mps, distance_m),
-                               length_m=length_m)
+                               length_m=length_m, then=then)
 
     def signal_stops(self, inp: PolicyInput, slots: np.ndarray, profiles: list[PathProfile],
                      s_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

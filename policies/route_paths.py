@@ -45,6 +45,9 @@ class PathProfile:
     """How far along the path the agent can be: it is on the first lane (the route book drops lanes driven
     past), so projecting onto that stretch is enough, and a later part of the path that bends back near
     the agent is never mistaken for its position."""
+    chain: tuple[int, ...] = ()
+    """The connectors that directly follow ``connector`` on the path (a junction drawn as several lanes in a
+    row): entering the first commits the agent to them."""
     signal_lanes: tuple[tuple[int, float], ...] = ()
     """(lane id, arc length of its start: the stop point) of every signalised lane after the first one."""
     lane_start_s: dict[int, float] = field(default_factory=dict, compare=False)
@@ -61,18 +64,22 @@ class PathProfile:
         kappa = geometry.curvature(path.points)
         cap = np.minimum(limit, np.sqrt(p.max_lat_accel_mps2 / np.maximum(kappa, 1e-4)))
         connector, connector_s, start = -1, np.inf, 0.0
+        chain: list[int] = []
         signal_lanes, starts = [], {}
         for k, lane in enumerate(lanes):
             starts.setdefault(lane.id, start)
-            if k > 0 and lane.lane_type == LaneType.CONNECTOR and connector < 0:
+            is_connector = k > 0 and lane.lane_type == LaneType.CONNECTOR
+            if is_connector and connector >= 0 and lanes[k - 1].id == (chain[-1] if chain else connector):
+                chain.append(lane.id)
+            if is_connector and connector < 0:
                 connector, connector_s = lane.id, start
             if k > 0 and lane.signal is not None:
                 signal_lanes.append((lane.id, start))
             start += lane.length_m
         uniform = UniformPath.resample(path.points, path.s, cap)
         first_lane_m = lanes[0].length_m + 2.0
-        return cls(path, cap, connector, connector_s, tuple(lanes), uniform, first_lane_m, tuple(signal_lanes), starts,
-                   uniform.head(first_lane_m))
+        return cls(path, cap, connector, connector_s, tuple(lanes), uniform, first_lane_m, tuple(chain),
+                   tuple(signal_lanes), starts, uniform.head(first_lane_m))
 
 
 class RoutePaths:

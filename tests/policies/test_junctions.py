@@ -81,3 +81,29 @@ def test_an_agent_on_a_connector_is_not_held_back_from_the_next_one_by_itself():
     assert grant_connectors(graph, conflicts, {1: 4.6}, [mine], sole_occupant={1: 10}) == {10}
     assert grant_connectors(graph, conflicts, {1: 4.6}, [mine], sole_occupant={1: 30}) == set()
     assert grant_connectors(graph, conflicts, {1: 4.6}, [mine]) == set()  # two agents on 1: no sole occupant
+
+
+def test_a_chain_of_connectors_is_granted_as_one_junction():
+    """A junction drawn as two connectors in a row (1 then 2, heading east) and a connector 3 heading north
+    across 2 but not across 1. Asked for 1 alone, both agents were granted (2 was requested only once the
+    agent drove on 1, too late to stop: the two met in a learned world); asked for the chain, the nearer one
+    goes and the other waits. The route profile names the chain."""
+    from policies.idm import IdmParams
+    from policies.route_paths import PathProfile
+
+    xs = np.linspace(0.0, 10.0, 6)
+    graph = LaneGraph()
+    graph.add([Lane(0, np.stack([xs - 10.0, np.zeros_like(xs)], -1), successors=(1,)),
+               Lane(1, np.stack([xs, np.zeros_like(xs)], -1), predecessors=(0,), successors=(2,),
+                    lane_type=LaneType.CONNECTOR),
+               Lane(2, np.stack([xs + 10.0, np.zeros_like(xs)], -1), predecessors=(1,), successors=(4,),
+                    lane_type=LaneType.CONNECTOR),
+               Lane(4, np.stack([xs + 20.0, np.zeros_like(xs)], -1), predecessors=(2,)),
+               Lane(3, np.stack([np.full(6, 15.0), xs - 5.0], -1), lane_type=LaneType.CONNECTOR)])
+    profile = PathProfile.build(graph, (0, 1, 2, 4), IdmParams())
+    assert (profile.connector, profile.chain) == (1, (2,))
+    conflicts = ConflictMap()
+    alone, across = JunctionRequest(10, 1, 5.0), JunctionRequest(20, 3, 8.0)
+    assert grant_connectors(graph, conflicts, {}, [alone, across]) == {10, 20}
+    chain = JunctionRequest(10, 1, 5.0, then=profile.chain)
+    assert grant_connectors(graph, conflicts, {}, [chain, across]) == {10}
