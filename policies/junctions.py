@@ -22,7 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vectorworld.geometry import point_segment_distance, polyline_headings, resample_by_spacing, wrap_angle
+from vectorworld.geometry import (
+    point_segment_distance,
+    polyline_headings,
+    resample_by_spacing,
+    segment_crossing,
+    wrap_angle,
+)
 from vectorworld.scene import Lane, LaneGraph, LaneType
 from vectorworld.signals import SignalState, SignalView, is_red, is_yellow
 
@@ -63,13 +69,7 @@ def yields_on_green(graph: LaneGraph, signals: SignalView, connector: int) -> bo
 
 def _segments_cross(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether polylines a (N, 2) and b (M, 2) intersect (ignoring shared end points)."""
-    p, r = a[:-1, None], (a[1:] - a[:-1])[:, None]
-    q, s = b[None, :-1], (b[1:] - b[:-1])[None]
-    denom = r[..., 0] * s[..., 1] - r[..., 1] * s[..., 0]
-    qp = q - p
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = (qp[..., 0] * s[..., 1] - qp[..., 1] * s[..., 0]) / denom
-        u = (qp[..., 0] * r[..., 1] - qp[..., 1] * r[..., 0]) / denom
+    t, u, denom = segment_crossing(a[:-1, None], (a[1:] - a[:-1])[:, None], b[None, :-1], (b[1:] - b[:-1])[None])
     hit = (np.abs(denom) > 1e-12) & (t > 1e-3) & (t < 1 - 1e-3) & (u > 1e-3) & (u < 1 - 1e-3)
     return bool(hit.any())
 

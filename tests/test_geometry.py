@@ -71,3 +71,12 @@ def test_hermite_curve_tangents():
     curve = geometry.hermite_curve(np.zeros(2), 0.0, np.array([10.0, 10.0]), np.pi / 2, 50)
     heads = geometry.polyline_headings(curve)
     assert abs(heads[0]) < 0.05 and abs(heads[-1] - np.pi / 2) < 0.05
+
+
+def test_segment_crossing_gives_both_parameters_and_flags_parallel_segments():
+    t, u, denom = geometry.segment_crossing(np.array([0.0, 0.0]), np.array([4.0, 0.0]),
+                                            np.array([1.0, -2.0]), np.array([0.0, 8.0]))
+    assert (float(t), float(u)) == (0.25, 0.25) and float(denom) == 32.0
+    _, _, parallel = geometry.segment_crossing(np.array([0.0, 0.0]), np.array([4.0, 0.0]),
+                                               np.array([0.0, 1.0]), np.array([2.0, 0.0]))
+    assert float(parallel) == 0.0

@@ -118,6 +118,18 @@ def point_segment_distance(points: Array, a: Array, b: Array) -> Array:
     return np.linalg.norm(points[:, None] - closest, axis=-1)
 
 
+def segment_crossing(p: Array, r: Array, q: Array, s: Array) -> tuple[Array, Array, Array]:
+    """Where segments p + t r and q + u s (broadcast (..., 2)) meet: t (...), u (...) and the cross product
+    r x s (...). The lines are parallel where r x s is 0 (t and u are then meaningless); the segments
+    cross where it is not and both t and u lie in [0, 1]."""
+    denom = r[..., 0] * s[..., 1] - r[..., 1] * s[..., 0]
+    safe = np.where(denom == 0.0, 1.0, denom)
+    qp = q - p
+    t = (qp[..., 0] * s[..., 1] - qp[..., 1] * s[..., 0]) / safe
+    u = (qp[..., 0] * r[..., 1] - qp[..., 1] * r[..., 0]) / safe
+    return t, u, denom
+
+
 def box_corners(xy: Array, yaw: Array, length: Array, width: Array) -> Array:
     """Corners (..., 4, 2) of oriented boxes, counter-clockwise from front-left."""
     half = pair(length / 2.0, width / 2.0)[..., None, :]

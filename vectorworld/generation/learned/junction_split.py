@@ -55,10 +55,6 @@ class SplitLanes:
         return pieces[min(int(np.searchsorted(ends, arc_m)), len(pieces) - 1)]
 
 
-def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]
-
-
 def crossing_arcs(lanes: list[np.ndarray], linked: np.ndarray, min_angle_rad: float) -> list[np.ndarray]:
     """Per lane (polylines (N_i, 2)), the sorted arc lengths (m) where it crosses a lane it is not linked to
     (``linked`` (n, n) bool, symmetric) at ``min_angle_rad`` or more. Only segment pairs whose bounding
@@ -73,10 +69,7 @@ def crossing_arcs(lanes: list[np.ndarray], linked: np.ndarray, min_angle_rad: fl
     a, b = np.nonzero(np.triu(boxes))
     other = (owner[a] != owner[b]) & ~linked[owner[a], owner[b]]
     a, b = a[other], b[other]
-    denom = _cross(step[a], step[b])
-    safe = np.where(denom == 0.0, 1.0, denom)
-    offset = start[b] - start[a]
-    t, u = _cross(offset, step[b]) / safe, _cross(offset, step[a]) / safe
+    t, u, denom = geometry.segment_crossing(start[a], step[a], start[b], step[b])
     length_a, length_b = np.linalg.norm(step[a], axis=-1), np.linalg.norm(step[b], axis=-1)
     sine = np.abs(denom) / np.maximum(length_a * length_b, 1e-12)
     hit = (t >= 0.0) & (t <= 1.0) & (u >= 0.0) & (u <= 1.0) & (sine >= np.sin(min_angle_rad))

@@ -230,14 +230,8 @@ def crossing_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig) -
         return out
     a, r = lanes[lane, :-1], np.diff(lanes, axis=1)[lane]                            # (M, P-1, 2)
     c, q = seg[which, 0][:, None], (seg[which, 1] - seg[which, 0])[:, None]          # (M, 1, 2)
-
-    def cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        return u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]
-
-    denom = cross(r, q)
+    t, u, denom = geometry.segment_crossing(a, r, c, q)
     skew = np.abs(denom) > 1e-9                                                      # parallel segments never cross
-    safe = np.where(skew, denom, 1.0)
-    t, u = cross(c - a, q) / safe, cross(c - a, r) / safe
     hit = skew & (t >= 0.0) & (t <= 1.0) & (u >= 0.0) & (u <= 1.0)
     step = np.linalg.norm(r, axis=-1)
     s_at = np.cumsum(step, 1) - step + t * step                                      # arc length of the crossing
