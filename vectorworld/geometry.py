@@ -87,6 +87,13 @@ def interpolate_polyline(points: Array, s: Array, targets: Array) -> Array:
     return out
 
 
+def polyline_piece(points: Array, s: Array, a: float, b: float) -> Array:
+    """The part of a polyline (N, 2) with cumulative lengths ``s`` between arc lengths ``a`` < ``b``."""
+    inside = (s > a) & (s < b)
+    ends = interpolate_polyline(points, s, np.array([a, b]))
+    return np.concatenate([ends[:1], points[inside], ends[1:]])
+
+
 def project_to_polyline(points: Array, polyline: Array) -> tuple[Array, Array, Array]:
     """Project points (M, 2) onto a polyline (N, 2).
 

@@ -36,6 +36,7 @@ from vectorworld.generation.base import (
 )
 from vectorworld.generation.learned.candidates import Choice, choose_candidate, completion_of
 from vectorworld.generation.learned.junction_split import SplitConfig, SplitLanes, split_at_crossings, unsplit
+from vectorworld.generation.learned.port_merge import merge_ports
 from vectorworld.generation.learned.road_plan import RoadPlans, context_key
 from vectorworld.generation.learned.spawn_filter import (
     SpawnFilterConfig,
@@ -475,32 +476,38 @@ class LearnedTileGenerator(TileGenerator):
         (n, n) are the decoded edge types among the kept lanes."""
         frame = request.frame
         n = len(stitched)
-        width = np.full(n, 3.5)
-        speed = np.full(n, 13.9)
-        port_ends: list[tuple[int, int]] = []  # (port position, lane) of each joint kept
         port_gaps_raw, port_gaps = [], []
         for port_pos, lane in check.port_links:
             local = ctx.ports[port_pos]
-            known_lane = request.graph[local.lane_id]
-            width[lane], speed[lane] = known_lane.width_m, known_lane.speed_limit_mps
             end = 0 if local.is_out else -1
             gap = float(np.linalg.norm(stitched[lane][end] - local.xy))
-            if gap > LINK_TOL_M:  # its joint was snapped onto another port: no link (the port stays open)
-                continue
-            port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
-            port_gaps.append(gap)
-            port_ends.append((port_pos, lane))
+            if gap <= LINK_TOL_M:  # else its joint was snapped onto another port: merged into it below
+                port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
+                port_gaps.append(gap)
         model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[i, j] == EDGE_SUCC]
         raw_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ] + port_gaps_raw
         stitched_gaps = [float(np.linalg.norm(stitched[i][-1] - stitched[j][0])) for i, j in model_succ]
         stitched_gaps += port_gaps
-        split = (split_at_crossings(stitched, list(check.successors), self.split_config)
-                 if self.split_config is not None else unsplit(stitched, list(check.successors)))
+        merged = merge_ports(stitched, list(check.successors), list(check.port_links), list(ctx.ports), LINK_TOL_M)
+        width, speed = np.full(n + 1, 3.5), np.full(n + 1, 13.9)   # per input lane (and [-1]: connectors)
+        for port_pos, lane in check.port_links:
+            known_lane = request.graph[ctx.ports[port_pos].lane_id]
+            width[lane], speed[lane] = known_lane.width_m, known_lane.speed_limit_mps
+        width, speed = width[merged.source], speed[merged.source]
+        for port_pos, lane in merged.port_links:   # a merge connector: as the known lane it continues
+            if merged.source[lane] < 0:
+                known_lane = request.graph[ctx.ports[port_pos].lane_id]
+                width[lane], speed[lane] = known_lane.width_m, known_lane.speed_limit_mps
+        split = (split_at_crossings(merged.lanes, merged.successors, self.split_config)
+                 if self.split_config is not None else unsplit(merged.lanes, merged.successors))
         lanes_local = split.lanes
-        source = np.repeat(np.arange(n), [len(p) for p in split.pieces])
+        source = np.repeat(np.arange(len(merged.lanes)), [len(p) for p in split.pieces])
+        edges = np.where((merged.source[:, None] >= 0) & (merged.source[None] >= 0)
+                         & (merged.source[:, None] != merged.source[None]),
+                         edge_types[np.ix_(np.maximum(merged.source, 0), np.maximum(merged.source, 0))], EDGE_NONE)
         ids = [request.lane_ids() for _ in lanes_local]
         links: list[tuple[int, int]] = []
-        for port_pos, lane in port_ends:
+        for port_pos, lane in merged.port_links:
             local = ctx.ports[port_pos]
             link = ((local.lane_id, ids[split.pieces[lane][0]]) if local.is_out
                     else (ids[split.pieces[lane][-1]], local.lane_id))
@@ -511,14 +518,14 @@ class LearnedTileGenerator(TileGenerator):
         lanes = []
         for k, points in enumerate(lanes_local):
             i = source[k]
-            left = _neighbours(k, split, edge_types[i] == EDGE_LEFT)
-            right = _neighbours(k, split, edge_types[i] == EDGE_RIGHT)
+            left = _neighbours(k, split, edges[i] == EDGE_LEFT)
+            right = _neighbours(k, split, edges[i] == EDGE_RIGHT)
             lanes.append(Lane(id=ids[k], points=frame.to_global(points), width_m=float(width[i]),
                               speed_limit_mps=float(speed[i]), successors=tuple(ids[j] for j in succ[k]),
                               predecessors=tuple(ids[j] for j in pred[k]),
                               left_neighbors=tuple(ids[j] for j in left),
                               right_neighbors=tuple(ids[j] for j in right)))
-        agents, decoded = self._spawn(request, stitched, list(check.successors), split, ids, agent_feat,
+        agents, decoded = self._spawn(request, merged.lanes, merged.successors, split, ids, agent_feat,
                                       agent_prob)
         content = TileContent(lanes=tuple(lanes), links=tuple(links), agents=agents)
         return content, (np.array(raw_gaps), np.array(stitched_gaps), decoded)

@@ -96,12 +96,6 @@ def junction_spans(arcs: np.ndarray, length_m: float, config: SplitConfig) -> li
     return kept
 
 
-def _piece(points: np.ndarray, arc: np.ndarray, a: float, b: float) -> np.ndarray:
-    inside = (arc > a) & (arc < b)
-    ends = geometry.interpolate_polyline(points, arc, np.array([a, b]))
-    return np.concatenate([ends[:1], points[inside], ends[1:]])
-
-
 def split_at_crossings(lanes: list[np.ndarray], successors: list[tuple[int, int]],
                        config: SplitConfig = SplitConfig()) -> SplitLanes:
     """Cut every lane (polylines (N_i, 2)) that crosses another one it is not linked to (``successors``:
@@ -123,7 +117,7 @@ def split_at_crossings(lanes: list[np.ndarray], successors: list[tuple[int, int]
         cuts.append(float(arc[-1]))
         first = len(out)
         for k in range(len(cuts) - 1):
-            out.append(points if len(cuts) == 2 else _piece(points, arc, cuts[k], cuts[k + 1]))
+            out.append(points if len(cuts) == 2 else geometry.polyline_piece(points, arc, cuts[k], cuts[k + 1]))
             junction.append(k % 2 == 1)
         pieces.append(list(range(first, len(out))))
         chains += [(p, p + 1) for p in range(first, len(out) - 1)]
