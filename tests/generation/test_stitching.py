@@ -7,6 +7,7 @@ import numpy as np
 from vectorworld import geometry
 from vectorworld.generation.learned.bezier import bezier_points, fit_bezier
 from vectorworld.generation.learned.stitching import (
+    CandidateCheck,
     FrontierPort,
     StitchConfig,
     at_border,
@@ -14,6 +15,7 @@ from vectorworld.generation.learned.stitching import (
     check_candidate,
     crossing_lanes,
     dense_reference,
+    hooked_lanes,
     kinked_lanes,
     stitch,
 )
@@ -298,3 +300,24 @@ def test_a_lane_whose_ends_stitch_onto_one_node_is_dropped() -> None:
     check, stitched = check_and_stitch(fit_bezier(lanes), lanes, PORTS[:1], known, StitchConfig())
     assert check.valid and check.keep.tolist() == [0, 2] and check.pruned["bent"] == 1
     assert check.successors == [(0, 1)] and np.array_equal(stitched[0][-1], stitched[1][0])
+
+
+def test_a_stitched_lane_that_turns_round_at_its_port_or_joint_is_hooked() -> None:
+    """A rollout's lane (points taken from it): it leaves its port (heading -1.13) northwards within its first
+    2 m, and the lane arriving at that node merges into it. A lane leaving along the port and turning a city
+    corner (3.7 m radius) right after it is not hooked; the same turn-round at a joint of two new lanes is."""
+    port = [FrontierPort(0, np.array([27.6, -20.4]), -1.13, True)]
+    hooked = geometry.resample_polyline(np.array([[27.6, -20.4], [28.0, -18.3], [28.4, -10.8], [28.8, 1.5],
+                                                  [29.1, 17.7], [29.4, 32.0]]), 20)
+    arriving = _line((18.8, 0.0), (27.6, -20.4))
+    arc = np.linspace(0.0, np.pi / 2, 8)
+    turn = np.concatenate([np.stack([3.7 * np.sin(arc), 3.7 * (1.0 - np.cos(arc))], -1),
+                           _line((3.7, 5.0), (3.7, 17.0), 12)])                   # a left corner, then straight
+    corner = geometry.to_global(turn, np.array([27.6, -20.4]), -1.13)
+    lanes = np.stack([hooked, arriving, corner])
+    check = CandidateCheck(keep=np.arange(3), port_links=[(0, 0), (0, 2)], successors=[(1, 0), (1, 2)])
+    assert hooked_lanes(lanes, check, port, StitchConfig()).tolist() == [True, False, False]
+    joint = CandidateCheck(keep=np.arange(2), successors=[(0, 1)])
+    assert hooked_lanes(np.stack([arriving, hooked]), joint, [], StitchConfig()).tolist() == [True, True]
+    assert not hooked_lanes(np.stack([arriving, _line((27.6, -20.4), (31.0, -28.0))]), joint, [],
+                            StitchConfig()).any()

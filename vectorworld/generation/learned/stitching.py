@@ -64,6 +64,12 @@ class StitchConfig:
     short_handle: float = 0.15
     """A Bézier handle shorter than this share of its lane's chord is a hook (the curve turns within its
     last metre), not a heading: stitching takes the heading from the lane's body and lengthens the handle."""
+    max_joint_turn_rad: float = 0.8
+    """A stitched lane whose first (last) polyline segment turns more than this from the heading of its port or
+    of the lane it continues (leads into) hooks back within its first metres: the handle points along the
+    joint, and the curve turns round within one sample step (a rollout's lane left its port at 2.5 rad to the
+    port's heading, a hairpin that a car overshot and the ego then hit). City lanes turn by at most
+    0.42 rad over a first segment (a 3.3 m radius over 2.8 m)."""
     knot_radius_m: float = 1.5
     max_ends_at_point: int = 6
     """More than this many kept lane ends within ``knot_radius_m`` of one of them is a knot, not a junction
@@ -361,11 +367,30 @@ def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[Fronti
         polylines = np.array(stitched).reshape(-1, LANE_POINTS, 2)
         bad = kinked_lanes(polylines, config) | looped_lanes(polylines, config) \
             | (geometry.polyline_lengths(polylines)[:, -1] < config.min_length_m) \
-            | crossing_lanes(polylines, known, config)
+            | crossing_lanes(polylines, known, config) | hooked_lanes(polylines, check, ports, config)
         if not bad.any():
             return check, stitched
         bent = np.concatenate([bent, check.keep[bad]])
         allowed = np.setdiff1d(allowed, bent)
+
+
+def hooked_lanes(lanes: np.ndarray, check: CandidateCheck, ports: list[FrontierPort], config: StitchConfig
+                 ) -> np.ndarray:
+    """(K,) bool: stitched lanes (K, P, 2) (``check.keep`` order) whose end segment turns more than
+    ``max_joint_turn_rad`` from their port's heading, or from the lane they join (``check.successors``; both
+    lanes, unless one of them is hooked at a port already)."""
+    head, tail = lanes[:, 1] - lanes[:, 0], lanes[:, -1] - lanes[:, -2]
+    first, last = np.arctan2(head[:, 1], head[:, 0]), np.arctan2(tail[:, 1], tail[:, 0])
+    hooked = np.zeros(len(lanes), bool)
+    for pos, lane in check.port_links:
+        port = ports[pos]
+        hooked[lane] |= abs(geometry.wrap_angle((first if port.is_out else last)[lane] - port.yaw)) \
+            > config.max_joint_turn_rad
+    at_port = hooked.copy()
+    for i, j in check.successors:
+        if abs(geometry.wrap_angle(first[j] - last[i])) > config.max_joint_turn_rad and not (at_port[i] or at_port[j]):
+            hooked[[i, j]] = True
+    return hooked
 
 
 def knot_size(lanes: np.ndarray, config: StitchConfig) -> int:
