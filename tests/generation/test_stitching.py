@@ -201,7 +201,8 @@ def test_the_check_counts_what_it_drops_by_reason() -> None:
                       np.stack([10 + 2.5 * np.sin(half), -25 + 2.5 * np.cos(half)], -1)])  # a 2.5 m hairpin
     check = check_candidate(lanes, PORTS, KNOWN, StitchConfig())
     assert check.valid and check.keep.tolist() == [0, 1]
-    assert check.pruned == {"duplicate": 1, "looped": 1, "kinked": 1, "crossing": 0, "isolated": 1, "spur": 1}
+    assert check.pruned == {"duplicate": 1, "looped": 1, "kinked": 1, "crossing": 0, "pinched": 0, "isolated": 1,
+                            "spur": 1}
 
 
 def test_lanes_drawn_into_one_point_are_a_knot_not_a_junction() -> None:
@@ -321,3 +322,20 @@ def test_a_stitched_lane_that_turns_round_at_its_port_or_joint_is_hooked() -> No
     assert hooked_lanes(np.stack([arriving, hooked]), joint, [], StitchConfig()).tolist() == [True, True]
     assert not hooked_lanes(np.stack([arriving, _line((27.6, -20.4), (31.0, -28.0))]), joint, [],
                             StitchConfig()).any()
+
+
+def test_a_lane_ending_beside_the_start_of_one_the_other_way_is_pinched_off() -> None:
+    """A two-way road: east continues out port 0, west arrives at in port 1, 3.5 m apart at the ports. Drawn
+    narrowing to 1.8 m at the border, the next tile would get two opposed ports 1.8 m apart, which no sample
+    can continue: the later port lane goes (the candidate fails); a lane closing no port goes first."""
+    ports = [FrontierPort(0, np.array([0.0, 0.0]), 0.0, True), FrontierPort(1, np.array([0.0, 3.5]), np.pi, False)]
+    known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0)), _line((0.0, 3.5), (-30.0, 3.5))])
+    east, narrowed = _line((0.0, 0.0), (32.0, 0.0)), _line((32.0, 1.8), (0.0, 3.5))
+    apart = _line((32.0, 3.5), (0.0, 3.5))
+    config = StitchConfig()
+    assert check_candidate(np.stack([east, apart]), ports, known, config).valid
+    check = check_candidate(np.stack([east, narrowed]), ports, known, config)
+    assert check.pruned["pinched"] == 1 and check.keep.tolist() == [0] and check.unmatched_ports == 1
+    spur = geometry.resample_polyline(np.array([[32.0, 1.5], [26.0, 1.5], [22.0, 10.0], [20.0, 20.0]]), 20)  # no port
+    check = check_candidate(np.stack([spur, east, apart]), ports, known, config)
+    assert check.pruned["pinched"] == 1 and check.keep.tolist() == [1, 2] and check.valid

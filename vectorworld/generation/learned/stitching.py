@@ -51,6 +51,12 @@ class StitchConfig:
     """A lane whose points mostly run this close to a lane of the opposite direction lies on top of it (the two
     lanes of a two-way road are a lane width apart, 3.5 m in the city): a duplicate too. Two such lanes 0.9 m
     apart met head-on in a learned world's rollout."""
+    pinch_m: float = 2.5
+    """A new lane end closer than this to the start of a new lane the other way (within ``connect_yaw_rad`` of
+    a U-turn) pinches a two-way road shut there: where that is the tile border, the next tile gets two ports
+    the other way round this close, and every sample continuing both is an opposed duplicate (on 200 held-out
+    tiles, 69 of 101 failed samples left such a port pair open, 1.5-2 m apart, asked for again and again).
+    The lane that closes no port (else the later one) is dropped. Two 2 m-wide cars pass at 2.5 m."""
     min_length_m: float = 3.0
     max_turn_rad: float = 4.0
     """A lane whose heading turns more than this in all (summed along it) is a loop, not a road: dropped
@@ -124,9 +130,9 @@ class CandidateCheck:
     pruned: dict[str, int] = field(default_factory=dict)
     """Lanes the filter dropped, by reason: ``duplicate`` (of a known or kept lane, or too short), ``looped``,
     ``kinked`` (:attr:`StitchConfig.max_mean_curvature`), ``crossing`` a known lane
-    (:attr:`StitchConfig.cross_clear_m`), ``isolated`` (touching nothing at either end),
-    ``spur`` (a dangling end, pruned until none is left), and ``bent`` by stitching into a kink, a loop, a
-    stub or across a known lane (:func:`check_and_stitch`)."""
+    (:attr:`StitchConfig.cross_clear_m`), ``pinched`` (:attr:`StitchConfig.pinch_m`), ``isolated`` (touching
+    nothing at either end), ``spur`` (a dangling end, pruned until none is left), and ``bent`` by stitching into
+    a kink, a loop, a stub, a hook, a pinch or across a known lane (:func:`check_and_stitch`)."""
 
     @property
     def valid(self) -> bool:
@@ -288,6 +294,24 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     return drop
 
 
+def pinched_lanes(lanes: np.ndarray, alive: np.ndarray, first: np.ndarray, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: lanes (K, P, 2) to drop so that no end of a lane still ``alive`` (K,) lies within ``pinch_m``
+    of the start of one the other way (see :attr:`StitchConfig.pinch_m`); of each such pair the one not in
+    ``first`` (K,) (closing a port) goes, else the later one."""
+    drop = np.zeros(len(lanes), bool)
+    if len(lanes) < 2:
+        return drop
+    gap = np.linalg.norm(lanes[:, None, -1] - lanes[None, :, 0], axis=-1)                       # end i, start j
+    turn = np.abs(geometry.wrap_angle(end_yaws(lanes, True)[:, None] - end_yaws(lanes, False)[None]))
+    pinch = (gap < config.pinch_m) & (turn > np.pi - config.connect_yaw_rad) & alive[:, None] & alive[None]
+    np.fill_diagonal(pinch, False)
+    for i, j in zip(*np.nonzero(pinch), strict=True):
+        if drop[i] or drop[j]:
+            continue
+        drop[(j if first[i] else i) if first[i] != first[j] else max(i, j)] = True
+    return drop
+
+
 def looped_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
     """(K,) bool: lanes (K, P, 2) whose heading turns more than ``max_turn_rad`` in all."""
     if len(lanes) == 0:
@@ -325,11 +349,13 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
     looped = looped_lanes(lanes, config) & ~duplicate
     kinked = kinked_lanes(lanes, config) & ~(duplicate | looped | closes_port)
     crossing = crossing_lanes(lanes, known, config) & ~(duplicate | looped | kinked)
-    keep = np.flatnonzero(~(duplicate | looped | kinked | crossing))
+    pinched = pinched_lanes(lanes, ~(duplicate | looped | kinked | crossing), closes_port, config)
+    keep = np.flatnonzero(~(duplicate | looped | kinked | crossing | pinched))
     check, starts_open, ends_open = open_ends(lanes[keep], ports, config)
     dangling, isolated = starts_open | ends_open, starts_open & ends_open
     pruned = {"duplicate": int(duplicate.sum()), "looped": int(looped.sum()),
-              "kinked": int(kinked.sum()), "crossing": int(crossing.sum()), "isolated": int(isolated.sum()),
+              "kinked": int(kinked.sum()), "crossing": int(crossing.sum()), "pinched": int(pinched.sum()),
+              "isolated": int(isolated.sum()),
               "spur": 0}
     if isolated.any():
         keep = keep[~isolated]
@@ -347,12 +373,13 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
 def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
                      config: StitchConfig, bent: np.ndarray | None = None) -> tuple[CandidateCheck, list[np.ndarray]]:
     """:func:`check_candidate`, then (valid) :func:`stitch`: the check and the stitched kept lanes ([] when
-    invalid). A lane that stitching bends into a kink, a loop or a stub shorter than ``min_length_m``, or
-    across a known lane, is dropped and the rest checked again, until no stitched lane is bad or the candidate
-    fails: moving a short lane's ends onto joints metres away (a port and the node of lanes it overlaps) can
-    fold it into a hairpin, or both ends onto one node (a lane folded back and forth on itself, 1.6 m long,
-    that broke a rollout's planner), and an end extended to the border can cut across a neighbour's road,
-    which the check of the decoded lanes cannot see. Such lanes
+    invalid). A lane that stitching bends into a kink, a loop or a stub shorter than ``min_length_m``, across
+    a known lane, into a hook at a joint (:func:`hooked_lanes`) or with an end pinched against an opposed
+    lane's start (:func:`pinched_lanes`), is dropped and the rest checked again, until no stitched lane is bad
+    or the candidate fails: moving a short lane's ends onto joints metres away (a port and the node of lanes it
+    overlaps) can fold it into a hairpin, or both ends onto one node (a lane folded back and forth on itself,
+    1.6 m long, that broke a rollout's planner), and an end extended to the border can cut across a
+    neighbour's road, which the check of the decoded lanes cannot see. Such lanes
     count as ``bent`` in ``check.pruned``, whether or not they close a port; ``bent`` may name lanes dropped
     so before (a second try)."""
     bent = np.zeros(0, int) if bent is None else np.asarray(bent, int)
@@ -368,6 +395,7 @@ def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[Fronti
         bad = kinked_lanes(polylines, config) | looped_lanes(polylines, config) \
             | (geometry.polyline_lengths(polylines)[:, -1] < config.min_length_m) \
             | crossing_lanes(polylines, known, config) | hooked_lanes(polylines, check, ports, config)
+        bad |= pinched_lanes(polylines, ~bad, _touches_required(polylines, ports, config), config)
         if not bad.any():
             return check, stitched
         bent = np.concatenate([bent, check.keep[bad]])
