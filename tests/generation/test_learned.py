@@ -28,14 +28,15 @@ YAW = 0.4
 CENTER = np.array([100.0, -50.0])
 
 
-def two_lane_request(seed: int = 0, frame: TileFrame | None = None, lane_ids: IdAllocator | None = None
-                     ) -> TileRequest:
-    """Two known parallel lanes ending at the tile centre (the partition), heading along the tile's yaw
-    (``frame``: at CENTER, YAW by default; ``lane_ids``: of the world being grown, a new one by default)."""
+def two_lane_request(seed: int = 0, frame: TileFrame | None = None, lane_ids: IdAllocator | None = None,
+                     apart_m: float = 3.5) -> TileRequest:
+    """Two known parallel lanes ``apart_m`` apart ending at the tile centre (the partition), heading along the
+    tile's yaw (``frame``: at CENTER, YAW by default; ``lane_ids``: of the world being grown, a new one by
+    default)."""
     frame = TileFrame(CENTER, YAW) if frame is None else frame
     graph = LaneGraph()
     ports = []
-    for k, y in enumerate((0.0, 3.5)):
+    for k, y in enumerate((0.0, apart_m)):
         local = np.stack([np.linspace(-40.0, 0.0, 11), np.full(11, y)], -1)
         lane = Lane(k, frame.to_global(local), right_neighbors=(0,) if k == 1 else (),
                     left_neighbors=(1,) if k == 0 else ())
@@ -350,3 +351,34 @@ def test_spawns_that_would_meet_at_a_junction_are_not_both_placed() -> None:
     agents = gen.generate(request).agents
     assert len(agents) == len(agents.yaw) == 1 and gen.last_diagnostics.kept_agents == 1
     np.testing.assert_allclose(request.frame.to_local(agents.xy)[0], [10.0, 0.0], atol=0.5)
+
+
+class _OneLaneModel(_ScriptedModel):
+    """:class:`_ScriptedModel` that draws only the first port's lane, straight to the border."""
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        lane = np.stack([np.linspace(0.4, 31.5, LANE_POINTS), np.full(LANE_POINTS, 0.5)], -1)
+        decoded["lane_feat"][:, 2] = torch.as_tensor(fit_bezier(lane).reshape(-1) / HALF_TILE_M)
+        decoded["lane_logit"][:, 3:] = -10.0
+        return decoded, z
+
+
+def test_a_second_port_the_new_lane_reached_merges_into_it() -> None:
+    """The known lanes end 2 m apart; the one sampled lane reaches both ports, and stitching starts it on one
+    of them. The other port's lane merges into it through a connector instead of being left a dead end."""
+    gen = LearnedTileGenerator(model=_OneLaneModel(), candidates=2, fallback="test-straight", frozen_graph=False)
+    request = two_lane_request(apart_m=2.0)
+    content = gen.generate(request)
+    assert not content.used_fallback
+    by_id = {lane.id: lane for lane in content.lanes}
+    links = dict(content.links)
+    assert sorted(links) == [0, 1] and len(content.lanes) == 3     # the lane and a connector, then the rest
+    first, second = by_id[links[0]], by_id[links[1]]
+    assert first.successors == second.successors and len(first.successors) == 1
+    tail = by_id[first.successors[0]]
+    for known, lane in ((0, first), (1, second)):     # each port's known lane goes on exactly, into the tail
+        np.testing.assert_allclose(lane.points[0], request.graph[known].points[-1], atol=1e-6)
+        np.testing.assert_allclose(lane.points[-1], tail.points[0], atol=1e-9)
+    cut, end = request.frame.to_local(tail.points)[[0, -1]]
+    assert abs(cut[0] - 8.0) < 0.05 and abs(end[0] - HALF_TILE_M) < 1e-6
