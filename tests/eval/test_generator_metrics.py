@@ -79,3 +79,36 @@ def test_grown_worlds_give_each_new_tile_the_agents_of_the_earlier_ones() -> Non
     spawned = np.cumsum([len(r.agents) for r in grown.records[0]])
     assert spawned[-1] > 0 and seen[0] == 0 and max(seen[1:]) > 0
     assert all(n <= total for n, total in zip(seen[1:], spawned, strict=False))
+
+
+def test_the_learned_only_lane_frechet_leaves_the_fallback_tiles_out() -> None:
+    """Every other tile of this generator is a fallback that draws its lanes wavy: the all-tile Fréchet mixes
+    those in, the learned-only one is the Fréchet of the other tiles' crops alone."""
+    import dataclasses
+
+    from tests.straight_world import StraightGenerator
+    from vectorworld.eval.generator_metrics import crop_grown, evaluate_generator, tile_lane_stats
+    from vectorworld.generation.base import TileContent
+
+    class HalfFallback(StraightGenerator):
+        calls = 0
+
+        def generate(self, request):  # noqa: ANN001, ANN202
+            content = super().generate(request)
+            HalfFallback.calls += 1
+            if HalfFallback.calls % 2:
+                return content
+            wavy = tuple(dataclasses.replace(lane, points=lane.points + np.stack(
+                [np.zeros(len(lane.points)), np.sin(np.arange(len(lane.points)))], -1)) for lane in content.lanes)
+            return TileContent(wavy, content.links, content.agents, used_fallback=True)
+
+    reference = crop_grown(grow_worlds(make_generator("test-straight"), worlds=1, tiles_per_world=6, seed=1))
+    metrics = evaluate_generator(HalfFallback(), reference, worlds=1, tiles_per_world=7, seed=0)
+    HalfFallback.calls = 0
+    grown = grow_worlds(HalfFallback(), worlds=1, tiles_per_world=7, seed=0)
+    learned = [crop for crop, rec in zip(crop_grown(grown), grown.records[0], strict=True) if not rec.used_fallback]
+    stats = np.array([tile_lane_stats(t) for t in learned])
+    expected = frechet_distance(stats, np.array([tile_lane_stats(t) for t in reference]))
+    assert 0 < metrics["learned_only_tiles"] < metrics["tiles"]
+    assert metrics["learned_only_lane_frechet"] == pytest.approx(expected)
+    assert metrics["learned_only_lane_frechet"] != pytest.approx(metrics["lane_frechet"])

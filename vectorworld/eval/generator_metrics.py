@@ -13,7 +13,9 @@ after the first is an outpainting call), then computes on the committed world:
   heading offset, length, width and speed against reference tiles, and the Frechet distance of per-tile
   lane-graph statistics (lanes per tile, lane length, curvature, node degree, connected components), and
   the mean unsigned curvature (1/m) of generated lanes next to the reference's;
-* the same world figures over the tiles the model itself answered (``learned_only_*``, no fallbacks);
+* the same world figures over the tiles the model itself answered (``learned_only_*``, no fallbacks), lane
+  Fréchet too (``learned_only_lane_frechet``: the procedural fallback tiles pull the all-tile figure towards
+  the procedural generator's, so a generator that falls back more reads better there);
 * ``tile_ms`` p50 / p95 (wall, torch on one thread by default) of the generate calls, ``tile_cpu_ms``
   (process CPU time, which a busy machine does not inflate) and the fallback share.
 """
@@ -386,6 +388,10 @@ def evaluate_generator(generator: TileGenerator, reference: list[TileTensors], w
     finally:
         torch.set_num_threads(previous)
     metrics.update(distribution_metrics(crop_grown(grown), reference))
+    if any(learned.records):   # fallback tiles are procedural: they pull the all-tile figure towards its own
+        gen_stats = np.array([tile_lane_stats(t) for t in crop_grown(learned)]).reshape(-1, len(LANE_STATS))
+        ref_stats = np.array([tile_lane_stats(t) for t in reference]).reshape(-1, len(LANE_STATS))
+        metrics["learned_only_lane_frechet"] = frechet_distance(gen_stats, ref_stats)
     return metrics
 
 
