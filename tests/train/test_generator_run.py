@@ -163,7 +163,7 @@ def test_held_out_funnel_counts_every_dropped_lane_of_city_tiles_once() -> None:
     funnel = validity_on_tiles(OutpaintModel.load(WEIGHTS_DIR), tiles, candidates=2, on_tile=count)
     reasons = {k: v for k, v in funnel.items() if k.startswith("pruned_")}
     assert set(reasons) == {f"pruned_{r}_per_tile" for r in ("duplicate", "looped", "kinked", "crossing",
-                                                                   "isolated", "bent", "spur")}
+                                                                   "pinched", "isolated", "bent", "spur")}
     assert sum(dropped) > 0
     assert sum(reasons.values()) * len(tiles) == pytest.approx(sum(dropped))
 
