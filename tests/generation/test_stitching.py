@@ -264,7 +264,8 @@ def test_a_bent_lane_is_not_spared_for_closing_a_port() -> None:
 
 def test_a_lane_across_a_known_road_is_dropped_and_one_that_meets_it_at_its_end_is_not() -> None:
     """A neighbour's road runs across the front half at x = 15. A lane across it is dropped; a collinear
-    continuation of a known lane and a lane ending on the road are not crossings."""
+    continuation of a known lane and a lane ending on the road are not crossings. (The default spares a lane
+    that continues a port: see the next test.)"""
     side_road = _line((15.0, -32.0), (15.0, 32.0))
     known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0)), _line((-30.0, 3.5), (0.0, 3.5)), side_road])
     across = _line((0.0, 0.0), (31.0, 0.0))
@@ -272,21 +273,35 @@ def test_a_lane_across_a_known_road_is_dropped_and_one_that_meets_it_at_its_end_
     config = StitchConfig()
     assert crossing_lanes(np.stack([across, onto]), known, config).tolist() == [True, False]
     assert not crossing_lanes(np.stack([across]), dense_reference([_line((-30.0, 0.0), (0.0, 0.0))]), config).any()
-    check = check_candidate(np.stack([across, onto]), PORTS, known, config)
+    strict = StitchConfig(cross_spares_ports=False)
+    check = check_candidate(np.stack([across, onto]), PORTS, known, strict)
     assert check.pruned["crossing"] == 1 and check.keep.tolist() == [1]
     assert check.unmatched_ports == 1 and not check.valid      # port 0 had only the lane across the road
 
 
+def test_a_lane_that_continues_a_port_across_a_known_road_is_kept_and_a_stray_one_is_not() -> None:
+    """The world makes such a crossing a junction (or refuses the tile next to moving traffic); dropping the
+    port's only lane failed the tile instead (27% of a rollout's tiles fell back, most for this)."""
+    known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0)), _line((-30.0, 3.5), (0.0, 3.5)),
+                             _line((15.0, -32.0), (15.0, 32.0))])
+    across, stray = _line((0.0, 0.0), (31.0, 0.0)), _line((5.0, -10.0), (31.0, -10.0))  # the stray closes no port
+    check = check_candidate(np.stack([across, stray]), PORTS[:1], known, StitchConfig())
+    assert check.pruned["crossing"] == 1 and check.keep.tolist() == [0] and check.valid
+
+
 def test_a_lane_that_stitching_extends_across_a_known_road_is_dropped() -> None:
     """The lane stops 10 m short of the border, so stitching extends it there -- across a neighbour's road at
-    x = 28 that the decoded lane never touched."""
+    x = 28 that the decoded lane never touched. (It continues a port, which the default spares.)"""
     port = PORTS[:1]
     known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0)), _line((28.0, -32.0), (28.0, 32.0))])
     short = np.array([[0.0, 0.0], [7.0, 0.0], [15.0, 0.0], [22.0, 0.0]])
     lanes = bezier_points(short[None])
-    assert check_candidate(lanes, port, known, StitchConfig()).valid
-    check, stitched = check_and_stitch(short[None], lanes, port, known, StitchConfig())
+    strict = StitchConfig(cross_spares_ports=False)
+    assert check_candidate(lanes, port, known, strict).valid
+    check, stitched = check_and_stitch(short[None], lanes, port, known, strict)
     assert check.pruned["bent"] == 1 and not check.valid and stitched == []
+    check, stitched = check_and_stitch(short[None], lanes, port, known, StitchConfig())
+    assert check.valid and abs(stitched[0][-1, 0] - 32.0) < 1e-9
 
 
 def test_a_lane_whose_ends_stitch_onto_one_node_is_dropped() -> None:
