@@ -84,8 +84,8 @@ class StitchConfig:
     cross_clear_m: float = 2.0
     """A new lane that crosses a known lane farther than this (along it) from both of its ends cuts across another
     tile's road (the procedural generator never does; a one-step sample over a neighbour's road did in 44 of
-    63 tiles of a rollout, and traffic jammed at the crossings): it is dropped, whether or not it closes a
-    port."""
+    63 tiles of a rollout, and traffic jammed at the crossings): it is dropped, unless it closes a port and
+    ``cross_spares_ports`` is on."""
     cross_spares_ports: bool = True
     """A lane that closes a required port is kept even where it crosses a known lane (the world makes the
     crossing a junction, or refuses the tile next to moving traffic and asks again later). Without this, in 1
@@ -354,17 +354,15 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
     duplicate = duplicate_lanes(lanes, known, config, closes_port)
     looped = looped_lanes(lanes, config) & ~duplicate
     kinked = kinked_lanes(lanes, config) & ~(duplicate | looped | closes_port)
-    crossing = crossing_lanes(lanes, known, config) & ~(duplicate | looped | kinked)
-    if config.cross_spares_ports:
-        crossing &= ~closes_port
+    crossing = crossing_lanes(lanes, known, config) & ~(duplicate | looped | kinked) \
+        & ~(closes_port & config.cross_spares_ports)
     pinched = pinched_lanes(lanes, ~(duplicate | looped | kinked | crossing), closes_port, config)
     keep = np.flatnonzero(~(duplicate | looped | kinked | crossing | pinched))
     check, starts_open, ends_open = open_ends(lanes[keep], ports, config)
     dangling, isolated = starts_open | ends_open, starts_open & ends_open
     pruned = {"duplicate": int(duplicate.sum()), "looped": int(looped.sum()),
               "kinked": int(kinked.sum()), "crossing": int(crossing.sum()), "pinched": int(pinched.sum()),
-              "isolated": int(isolated.sum()),
-              "spur": 0}
+              "isolated": int(isolated.sum()), "spur": 0}
     if isolated.any():
         keep = keep[~isolated]
         check, dangling = _dangling(lanes[keep], ports, config)
