@@ -96,6 +96,15 @@ held-out tiles, 2026-12-05). Three (2026-12-07, ``mid_req``, 10 seeds x 200): 8.
 over the tiles the model answered 0.885 -> 0.891 (four rounds: 5.3%)."""
 
 
+def _merged_edges(edge_types: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """Decoded edge types (n, n) of the kept lanes -> (M, M) among the lanes after the port merge (``source``
+    (M,): the kept lane each is a piece of, -1 for a merge connector): a piece keeps its lane's neighbours;
+    connectors and two pieces of one lane have none."""
+    of = np.maximum(source, 0)
+    both = (source[:, None] >= 0) & (source[None] >= 0) & (source[:, None] != source[None])
+    return np.where(both, edge_types[np.ix_(of, of)], EDGE_NONE)
+
+
 def _neighbours(piece: int, split: SplitLanes, of_source: np.ndarray) -> list[int]:
     """The neighbour lanes of a new lane (``split``'s index ``piece``) whose original lane had the original
     neighbours ``of_source`` (n,) bool: of each, the piece outside a junction nearest to this one (none for
@@ -504,9 +513,7 @@ class LearnedTileGenerator(TileGenerator):
                  if self.split_config is not None else unsplit(merged.lanes, merged.successors))
         lanes_local = split.lanes
         source = np.repeat(np.arange(len(merged.lanes)), [len(p) for p in split.pieces])
-        edges = np.where((merged.source[:, None] >= 0) & (merged.source[None] >= 0)
-                         & (merged.source[:, None] != merged.source[None]),
-                         edge_types[np.ix_(np.maximum(merged.source, 0), np.maximum(merged.source, 0))], EDGE_NONE)
+        edges = _merged_edges(edge_types, merged.source)
         ids = [request.lane_ids() for _ in lanes_local]
         links: list[tuple[int, int]] = []
         for port_pos, lane in merged.port_links:
