@@ -10,7 +10,9 @@ import pytest
 
 from vectorworld.eval.generator_validity import streaming_pass_rate, tiles_pass_rate
 from vectorworld.generation.learned.bezier import bezier_points
-from vectorworld.generation.learned.stitching import FrontierPort, StitchConfig, check_candidate, dense_reference
+from vectorworld.generation.learned.filter_config import FrontierPort, StitchConfig
+from vectorworld.generation.learned.lane_rules import dense_reference
+from vectorworld.generation.learned.stitching import check_candidate
 
 WOMD_SAMPLE = Path(__file__).resolve().parents[2] / "../shared/data/womd/motion_data_one_scenario.tfrecord"
 

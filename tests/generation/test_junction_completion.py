@@ -6,8 +6,9 @@ import numpy as np
 
 from vectorworld.generation.learned.bezier import bezier_points
 from vectorworld.generation.learned.candidates import choose_candidate
+from vectorworld.generation.learned.filter_config import FrontierPort, KnownLanes, StitchConfig
 from vectorworld.generation.learned.junction_completion import CompletionConfig, junction_connectors
-from vectorworld.generation.learned.stitching import FrontierPort, KnownLanes, StitchConfig, check_candidate
+from vectorworld.generation.learned.stitching import check_candidate
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
 
 PORT = FrontierPort(index=0, xy=np.array([0.0, 0.0]), yaw=0.0, is_out=True)

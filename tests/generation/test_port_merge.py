@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from vectorworld import geometry
+from vectorworld.generation.learned.filter_config import FrontierPort
 from vectorworld.generation.learned.port_merge import merge_ports
-from vectorworld.generation.learned.stitching import FrontierPort
 
 
 def _line(a: tuple[float, float], b: tuple[float, float], n: int = 20) -> np.ndarray:

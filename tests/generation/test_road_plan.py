@@ -10,8 +10,8 @@ import pytest
 from tests.generation.test_learned import two_lane_request
 from tests.generation.test_tile_tensors import _crossing_tile
 from vectorworld.errors import CheckpointError
+from vectorworld.generation.learned.filter_config import FrontierPort
 from vectorworld.generation.learned.road_plan import NEIGHBOURS, RoadPlans, context_key, plan_key
-from vectorworld.generation.learned.stitching import FrontierPort
 from vectorworld.generation.learned.tile_context import context_from_tile, tile_plan
 
 ROW = np.array([1, 0, 0.3, 1, 0, -1], np.float32)

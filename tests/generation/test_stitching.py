@@ -6,19 +6,9 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.learned.bezier import bezier_points, fit_bezier
-from vectorworld.generation.learned.stitching import (
-    CandidateCheck,
-    FrontierPort,
-    StitchConfig,
-    at_border,
-    check_and_stitch,
-    check_candidate,
-    crossing_lanes,
-    dense_reference,
-    hooked_lanes,
-    kinked_lanes,
-    stitch,
-)
+from vectorworld.generation.learned.filter_config import CandidateCheck, FrontierPort, StitchConfig
+from vectorworld.generation.learned.lane_rules import crossing_lanes, dense_reference, hooked_lanes, kinked_lanes
+from vectorworld.generation.learned.stitching import at_border, check_and_stitch, check_candidate, stitch
 
 
 def _line(a: tuple[float, float], b: tuple[float, float], n: int = 20) -> np.ndarray:

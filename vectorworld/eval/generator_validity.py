@@ -20,12 +20,9 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import IdAllocator, TileContent, TileFrame, TileGenerator, TileRequest
-from vectorworld.generation.learned.stitching import (
-    CandidateCheck,
-    StitchConfig,
-    check_candidate,
-    lanes_reference,
-)
+from vectorworld.generation.learned.filter_config import CandidateCheck, StitchConfig
+from vectorworld.generation.learned.lane_rules import lanes_reference
+from vectorworld.generation.learned.stitching import check_candidate
 from vectorworld.generation.learned.tile_context import build_context, clip_to_square, tile_ports
 from vectorworld.generation.learned.tile_tensors import LANE_POINTS, TileTensors
 

@@ -138,9 +138,10 @@ def validity_on_tiles(model: OutpaintModel, tiles: list[TileTensors], candidates
     (``data_crossing_share``; road_plan.crosses). ``on_tile(i, tile, decoded, choice)``
     sees every tile's candidates and choice (drawings)."""
     from vectorworld.generation.learned.candidates import choose_candidate, completion_of
+    from vectorworld.generation.learned.filter_config import StitchConfig
+    from vectorworld.generation.learned.lane_rules import lanes_reference
     from vectorworld.generation.learned.outpaint import SamplerConfig
     from vectorworld.generation.learned.road_plan import crosses
-    from vectorworld.generation.learned.stitching import StitchConfig, lanes_reference
     from vectorworld.generation.learned.tile_context import context_from_tile
     from vectorworld.generation.learned.tile_tensors import stack_tiles
     from vectorworld.generation.learned.vae import batch_to_torch

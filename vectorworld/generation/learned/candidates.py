@@ -13,18 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld.generation.learned.bezier import bezier_points, pin_to_ports
+from vectorworld.generation.learned.filter_config import CandidateCheck, FrontierPort, KnownLanes, StitchConfig
 from vectorworld.generation.learned.junction_completion import (
     CompletionConfig,
     extend_port_lanes,
     junction_connectors,
 )
-from vectorworld.generation.learned.stitching import (
-    CandidateCheck,
-    FrontierPort,
-    KnownLanes,
-    StitchConfig,
-    check_and_stitch,
-)
+from vectorworld.generation.learned.stitching import check_and_stitch
 from vectorworld.generation.learned.tile_tensors import LANE_POINTS, lane_control_points
 
 

@@ -35,7 +35,9 @@ from vectorworld.generation.base import (
     tile_ports,
 )
 from vectorworld.generation.learned.candidates import Choice, choose_candidate, completion_of
+from vectorworld.generation.learned.filter_config import CandidateCheck, KnownLanes, StitchConfig
 from vectorworld.generation.learned.junction_split import SplitConfig, SplitLanes, split_at_crossings, unsplit
+from vectorworld.generation.learned.lane_rules import lanes_reference
 from vectorworld.generation.learned.port_merge import merge_ports
 from vectorworld.generation.learned.road_plan import RoadPlans, context_key
 from vectorworld.generation.learned.spawn_filter import (
@@ -52,12 +54,6 @@ from vectorworld.generation.learned.start_tile import (
     join_halves,
     seed_road,
     turned,
-)
-from vectorworld.generation.learned.stitching import (
-    CandidateCheck,
-    KnownLanes,
-    StitchConfig,
-    lanes_reference,
 )
 from vectorworld.generation.learned.tile_context import TileContext, build_context, with_plan
 from vectorworld.generation.learned.tile_tensors import (

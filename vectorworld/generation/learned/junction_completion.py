@@ -20,14 +20,9 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.learned.bezier import bezier_points
-from vectorworld.generation.learned.stitching import (
-    FrontierPort,
-    StitchConfig,
-    end_yaws,
-    exit_distance,
-    open_ends,
-    total_turn,
-)
+from vectorworld.generation.learned.filter_config import FrontierPort, StitchConfig
+from vectorworld.generation.learned.lane_rules import end_yaws, total_turn
+from vectorworld.generation.learned.stitching import exit_distance, open_ends
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vectorworld import geometry
-from vectorworld.generation.learned.stitching import FrontierPort
+from vectorworld.generation.learned.filter_config import FrontierPort
 from vectorworld.generation.learned.tile_tensors import LANE_POINTS
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from vectorworld.errors import CheckpointError
-from vectorworld.generation.learned.stitching import FrontierPort
+from vectorworld.generation.learned.filter_config import FrontierPort
 from vectorworld.generation.learned.tile_context import TileContext, context_from_tile, tile_plan
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, HINT_FEATURES, TileTensors
 

@@ -1,4 +1,5 @@
-"""Validity filter and stitching of decoded candidate lanes, in the tile frame (m).
+"""Validity filter and stitching of decoded candidate lanes, in the tile frame (m) (its configuration and
+verdict in :mod:`filter_config`, its rules on single lanes in :mod:`lane_rules`).
 
 A candidate's new lanes are checked against the frontier (ports: where the known world's lanes must
 continue) and the known lanes:
@@ -18,152 +19,21 @@ heading (the port's, else the mean of the lanes meeting there): no kink across a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.learned.bezier import MIN_HANDLE_M, bezier_points
+from vectorworld.generation.learned.filter_config import CandidateCheck, FrontierPort, KnownLanes, StitchConfig
+from vectorworld.generation.learned.lane_rules import (
+    crossing_lanes,
+    duplicate_lanes,
+    end_yaws,
+    hooked_lanes,
+    kinked_lanes,
+    looped_lanes,
+    pinched_lanes,
+)
 from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
-
-
-@dataclass(frozen=True)
-class StitchConfig:
-    """Tolerances of the validity filter (m, rad)."""
-
-    connect_m: float = 3.0
-    join_along_m: float = 5.0
-    join_lateral_m: float = 1.5
-    """A lane end joins a lane start when the start lies within ``join_lateral_m`` of the line through the end
-    along its heading and within ``join_along_m`` along it (headings within ``connect_yaw_rad``): a decoded
-    end stops short of or overshoots its joint along the road, while a lateral offset of a lane width is the
-    next lane. Stitching moves joined ends onto their mean. (Ports, exact by pinning, use ``connect_m``.)"""
-    connect_yaw_rad: float = 0.6
-    border_m: float = 6.0
-    border_reach_m: float = 16.0
-    """A free lane end farther than ``border_m`` from the border still ends there when its own heading (for
-    a start: backwards) reaches the border within this distance: the decoded Bézier stopped short of where
-    the road leaves the tile (training lanes are cut at the border), and stitching extends it straight to
-    the border. 0 switches the rule off."""
-    overlap_m: float = 1.2
-    overlap_fraction: float = 0.5
-    opposed_m: float = 2.0
-    """A lane whose points mostly run this close to a lane of the opposite direction lies on top of it (the two
-    lanes of a two-way road are a lane width apart, 3.5 m in the city): a duplicate too. Two such lanes 0.9 m
-    apart met head-on in a learned world's rollout."""
-    pinch_m: float = 2.5
-    """A new lane end closer than this to the start of a new lane the other way (within ``connect_yaw_rad`` of
-    a U-turn) pinches a two-way road shut there: where that is the tile border, the next tile gets two ports
-    the other way round this close, and every sample continuing both is an opposed duplicate (on 200 held-out
-    tiles, 69 of 101 failed samples left such a port pair open, 1.5-2 m apart, asked for again and again).
-    The lane that closes no port (else the later one) is dropped. Two 2 m-wide cars pass at 2.5 m."""
-    min_length_m: float = 3.0
-    max_turn_rad: float = 4.0
-    """A lane whose heading turns more than this in all (summed along it) is a loop, not a road: dropped
-    (U-turns turn pi; a decoded Bézier can curl into a 12 m loop that traffic cannot drive)."""
-    max_mean_curvature: float = 0.25
-    """A lane that bends more on average (mean |curvature|, 1/m) is a kink, not a road: dropped. The city
-    corpus' tightest lane averages 0.22 (a corner of 4.6 m radius); one-step samples have a tail of short
-    lanes curled at 0.5-1.6 that dominated the generated worlds' curvature statistic. A lane that closes a
-    required port is spared (on 3 x 200 held-out tiles fallback 6.3% without the rule, 9.5% with it for
-    every lane, 5.0% sparing port lanes; lane Frechet 5.0, 2.5, 3.0)."""
-    short_handle: float = 0.15
-    """A Bézier handle shorter than this share of its lane's chord is a hook (the curve turns within its
-    last metre), not a heading: stitching takes the heading from the lane's body and lengthens the handle."""
-    max_joint_turn_rad: float = 0.8
-    """A stitched lane whose first (last) polyline segment turns more than this from the heading of its port or
-    of the lane it continues (leads into) hooks back within its first metres: the handle points along the
-    joint, and the curve turns round within one sample step (a rollout's lane left its port at 2.5 rad to the
-    port's heading, a hairpin that a car overshot and the ego then hit). City lanes turn by at most
-    0.42 rad over a first segment (a 3.3 m radius over 2.8 m)."""
-    knot_radius_m: float = 1.5
-    max_ends_at_point: int = 6
-    """More than this many kept lane ends within ``knot_radius_m`` of one of them is a knot, not a junction
-    (city data: at most 4, an arriving lane and its three connectors): the candidate is invalid. A loss that
-    rewards lane ends for meeting can draw every lane into one point, which the other rules pass."""
-    cross_clear_m: float = 2.0
-    """A new lane that crosses a known lane farther than this (along it) from both of its ends cuts across another
-    tile's road (the procedural generator never does; a one-step sample over a neighbour's road did in 44 of
-    63 tiles of a rollout, and traffic jammed at the crossings): it is dropped, unless it closes a port and
-    ``cross_spares_ports`` is on."""
-    cross_spares_ports: bool = True
-    """A lane that closes a required port is kept even where it crosses a known lane (the world makes the
-    crossing a junction, or refuses the tile next to moving traffic and asks again later). Without this, in 1
-    km rollouts (``mid_req``, seeds 0-19) 27% of the tiles were fallbacks, most for a port lane crossing a
-    known road in the dense worlds around the ego; with it 9%, 0 ego collisions, 148 simulated s per km
-    (137 without; procedural 158)."""
-    prune_spurs: bool = True
-    """Drop new lanes with a dangling end (repeatedly: a lane left dangling by that goes too) instead of
-    rejecting the candidate; the verdict then rests on the ports still being continued. Off: the strict
-    filter (any dangling end rejects), used to test the filter on ground truth."""
-
-
-@dataclass(frozen=True)
-class FrontierPort:
-    """A place where a new lane may start (``is_out``: a known lane ends there) or end (a known lane starts
-    there), in the tile frame: xy (2,) m, yaw rad (direction of travel).
-
-    ``required`` ports must be continued by a new lane (the frontier's open ends); the others are joints
-    a new lane may use (open ends deep in the known half, starts / ends of known lanes inside the tile: a
-    new road merging into a known one). ``index`` points into the request's ports (-1 for a joint that is
-    not an open port); ``lane_id`` is the known lane.
-    """
-
-    index: int
-    xy: np.ndarray
-    yaw: float
-    is_out: bool
-    required: bool = True
-    lane_id: int = -1
-
-
-@dataclass
-class CandidateCheck:
-    """Result of checking one candidate. ``keep`` indexes the candidate's lanes that survive."""
-
-    keep: np.ndarray
-    port_links: list[tuple[int, int]] = field(default_factory=list)
-    """(position in the checked ports list, kept-lane position) pairs: the lane starts at (out port) / ends
-    at (in port) that port. Several lanes may share one port (a junction fanning out at the frontier)."""
-    successors: list[tuple[int, int]] = field(default_factory=list)
-    """(i, j) kept-lane positions with end(i) joined to start(j)."""
-    unmatched_ports: int = 0
-    dangling: int = 0
-    knotted: int = 0
-    """Lane ends in the largest knot (:attr:`StitchConfig.max_ends_at_point`), 0 when there is none."""
-    bent: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
-    """Checked lanes that stitching bent into a kink, dropped (:func:`check_and_stitch`)."""
-    pruned: dict[str, int] = field(default_factory=dict)
-    """Lanes the filter dropped, by reason: ``duplicate`` (of a known or kept lane, or too short), ``looped``,
-    ``kinked`` (:attr:`StitchConfig.max_mean_curvature`), ``crossing`` a known lane
-    (:attr:`StitchConfig.cross_clear_m`), ``pinched`` (:attr:`StitchConfig.pinch_m`), ``isolated`` (touching
-    nothing at either end), ``spur`` (a dangling end, pruned until none is left), and ``bent`` by stitching into
-    a kink, a loop, a stub, a hook, a pinch or across a known lane (:func:`check_and_stitch`)."""
-
-    @property
-    def valid(self) -> bool:
-        return self.unmatched_ports == 0 and self.dangling == 0 and self.knotted == 0 and len(self.keep) > 0
-
-    def score(self) -> tuple[float, ...]:
-        """Larger is better: valid first, then no knot, fewer missing ports and dangling ends, more lanes."""
-        return (float(self.valid), -float(self.knotted), -float(self.unmatched_ports), -float(self.dangling),
-                float(len(self.keep)))
-
-
-@dataclass(frozen=True)
-class KnownLanes:
-    """The known lanes of a tile (tile frame): points (M, 2) and headings (M,) for the duplicate test, and
-    their segments (S, 2, 2) for the crossing test."""
-
-    points: np.ndarray
-    headings: np.ndarray
-    segments: np.ndarray = field(default_factory=lambda: np.zeros((0, 2, 2)))
-
-
-def end_yaws(lanes: np.ndarray, at_end: bool) -> np.ndarray:
-    """Heading (K,) at the start or end of fixed-size polylines (K, P, 2)."""
-    d = lanes[:, -1] - lanes[:, -3] if at_end else lanes[:, 2] - lanes[:, 0]
-    return np.arctan2(d[:, 1], d[:, 0])
 
 
 def border_distance(xy: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
@@ -185,159 +55,6 @@ def at_border(xy: np.ndarray, yaw: np.ndarray, config: StitchConfig) -> np.ndarr
     reversed) that end at the tile border: within ``config.border_m`` of it, or reaching it straight ahead
     within ``config.border_reach_m`` (see :class:`StitchConfig`)."""
     return (border_distance(xy) < config.border_m) | (exit_distance(xy, yaw) <= config.border_reach_m)
-
-
-def _point_headings(lanes: np.ndarray) -> np.ndarray:
-    """Heading (K, P) at every vertex of polylines (K, P, 2) (central differences)."""
-    g = np.gradient(lanes, axis=1)
-    return np.arctan2(g[..., 1], g[..., 0])
-
-
-_PROBE = slice(1, None, 2)
-"""The lane vertices probed by the duplicate test (every other one)."""
-
-
-def _near_lanes(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
-                config: StitchConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(S, M) bool twice: probe point s lies within ``overlap_m`` of point m with headings within
-    ``connect_yaw_rad`` (aligned), or within ``opposed_m`` of it heading the other way (opposed, within
-    ``connect_yaw_rad`` of a U-turn) -- one 2-D distance matrix, no per-lane-pair 4-D tensor."""
-    d2 = (probe * probe).sum(-1)[:, None] + (points * points).sum(-1)[None, :] - 2.0 * probe @ points.T
-    aligned = d2 < config.overlap_m ** 2
-    opposed = d2 < config.opposed_m ** 2
-    rows, cols = np.nonzero(aligned | opposed)
-    if len(rows):  # headings only where close (a small share of the pairs)
-        turn = np.abs(geometry.wrap_angle(probe_yaw[rows] - yaw[cols]))
-        aligned[rows, cols] &= turn < config.connect_yaw_rad
-        opposed[rows, cols] &= turn > np.pi - config.connect_yaw_rad
-    return aligned, opposed
-
-
-def lanes_reference(lanes: np.ndarray) -> KnownLanes:
-    """Known lanes as fixed-size polylines (K, P, 2) -> points and headings for the duplicate test."""
-    return KnownLanes(lanes.reshape(-1, 2), _point_headings(lanes).reshape(-1),
-                      np.stack([lanes[:, :-1], lanes[:, 1:]], 2).reshape(-1, 2, 2))
-
-
-def dense_reference(lanes: list[np.ndarray], spacing_m: float = 1.0) -> KnownLanes:
-    """Known lanes as ragged polylines, densified at ``spacing_m`` (for the duplicate test)."""
-    if not lanes:
-        return KnownLanes(np.zeros((0, 2)), np.zeros(0))
-    pts, yaws, segments = [], [], []
-    for lane in lanes:
-        dense = geometry.resample_by_spacing(lane, spacing_m)
-        pts.append(dense)
-        yaws.append(geometry.polyline_headings(dense))
-        segments.append(np.stack([lane[:-1], lane[1:]], 1))
-    return KnownLanes(np.concatenate(pts), np.concatenate(yaws), np.concatenate(segments))
-
-
-def crossing_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig) -> np.ndarray:
-    """(K,) bool: lanes (K, P, 2) whose centreline crosses a known lane's farther than ``cross_clear_m``
-    along it from both of its own ends: a new road cutting across another tile's road. (A lane that starts
-    or ends on a known one meets it within that distance of its end.) Only the known segments inside a
-    lane's bounding box are tested."""
-    out = np.zeros(len(lanes), bool)
-    if len(lanes) == 0 or len(known.segments) == 0:
-        return out
-    seg = known.segments
-    lo, hi = lanes.min(1), lanes.max(1)                                              # (K, 2)
-    near = ((seg.min(1)[None] <= hi[:, None]) & (seg.max(1)[None] >= lo[:, None])).all(-1)   # (K, S)
-    lane, which = np.nonzero(near)
-    if len(lane) == 0:
-        return out
-    a, r = lanes[lane, :-1], np.diff(lanes, axis=1)[lane]                            # (M, P-1, 2)
-    c, q = seg[which, 0][:, None], (seg[which, 1] - seg[which, 0])[:, None]          # (M, 1, 2)
-    t, u, denom = geometry.segment_crossing(a, r, c, q)
-    skew = np.abs(denom) > 1e-9                                                      # parallel segments never cross
-    hit = skew & (t >= 0.0) & (t <= 1.0) & (u >= 0.0) & (u <= 1.0)
-    step = np.linalg.norm(r, axis=-1)
-    s_at = np.cumsum(step, 1) - step + t * step                                      # arc length of the crossing
-    away = (s_at > config.cross_clear_m) & (s_at < step.sum(1, keepdims=True) - config.cross_clear_m)
-    out[lane[(hit & away).any(1)]] = True
-    return out
-
-
-def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
-                    first: np.ndarray | None = None) -> np.ndarray:
-    """Which lanes (K, P, 2) to drop (K,) bool: a lane is a duplicate if more than ``overlap_fraction`` of
-    its probed vertices lie close to and aligned with a known lane, or with a lane kept before it, or close to
-    one such lane the other way (``opposed_m``); shorter than ``min_length_m`` counts as a duplicate too. Lanes
-    flagged in ``first`` (K,) bool (the ones closing a required port) are considered first, so of two
-    overlapping lanes the one that closes a port stays; they are never duplicates of a known lane, and aligned
-    duplicates of another lane only if both ends coincide (two ports merging into one lane are two lanes)."""
-    k, p = lanes.shape[:2]
-    if k == 0:
-        return np.zeros(0, bool)
-    yaw = _point_headings(lanes)
-    probe, probe_yaw = lanes[:, _PROBE].reshape(-1, 2), yaw[:, _PROBE].reshape(-1)
-    per_lane = len(range(p)[_PROBE])
-    drop = geometry.polyline_lengths(lanes)[:, -1] < config.min_length_m
-    if len(known.points):  # a lane that closes a port is kept even where it runs along a known lane (a merge)
-        aligned, opposed = _near_lanes(probe, probe_yaw, known.points, known.headings, config)
-        dup_known = ((aligned.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction)
-                     | (opposed.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction))
-        drop |= dup_known if first is None else dup_known & ~first
-    aligned, opposed = _near_lanes(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
-    # fraction[i, j]: share of lane i's probes near lane j (reduce over j's vertices, then i's probes)
-    fraction = aligned.reshape(k, per_lane, k, p).any(3).mean(1)
-    against = opposed.reshape(k, per_lane, k, p).any(3).mean(1)
-    kept: list[int] = []
-    order = range(k) if first is None else np.argsort(~first, kind="stable")
-    for i in order:
-        if drop[i]:
-            continue
-        dup = fraction[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
-        if first is not None and first[i] and dup.any():  # a port closer only duplicates a lane on its ends
-            same = ((np.linalg.norm(lanes[kept, 0] - lanes[i, 0], axis=-1) < config.connect_m)
-                    & (np.linalg.norm(lanes[kept, -1] - lanes[i, -1], axis=-1) < config.connect_m))
-            dup &= same
-        dup |= against[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
-        if dup.any():
-            drop[i] = True
-            continue
-        kept.append(i)
-    return drop
-
-
-def pinched_lanes(lanes: np.ndarray, alive: np.ndarray, first: np.ndarray, config: StitchConfig) -> np.ndarray:
-    """(K,) bool: lanes (K, P, 2) to drop so that no end of a lane still ``alive`` (K,) lies within ``pinch_m``
-    of the start of one the other way (see :attr:`StitchConfig.pinch_m`); of each such pair the one not in
-    ``first`` (K,) (closing a port) goes, else the later one."""
-    drop = np.zeros(len(lanes), bool)
-    if len(lanes) < 2:
-        return drop
-    gap = np.linalg.norm(lanes[:, None, -1] - lanes[None, :, 0], axis=-1)                       # end i, start j
-    turn = np.abs(geometry.wrap_angle(end_yaws(lanes, True)[:, None] - end_yaws(lanes, False)[None]))
-    pinch = (gap < config.pinch_m) & (turn > np.pi - config.connect_yaw_rad) & alive[:, None] & alive[None]
-    np.fill_diagonal(pinch, False)
-    for i, j in zip(*np.nonzero(pinch), strict=True):
-        if drop[i] or drop[j]:
-            continue
-        drop[(j if first[i] else i) if first[i] != first[j] else max(i, j)] = True
-    return drop
-
-
-def looped_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
-    """(K,) bool: lanes (K, P, 2) whose heading turns more than ``max_turn_rad`` in all."""
-    if len(lanes) == 0:
-        return np.zeros(0, bool)
-    return total_turn(lanes) > config.max_turn_rad
-
-
-def total_turn(lanes: np.ndarray) -> np.ndarray:
-    """How much polylines (K, P, 2) turn in all (K,) rad: the summed |heading change| between segments."""
-    seg = np.diff(lanes, axis=1)
-    heading = np.arctan2(seg[..., 1], seg[..., 0])
-    return np.abs(geometry.wrap_angle(np.diff(heading, axis=1))).sum(1)
-
-
-def kinked_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
-    """(K,) bool: lanes (K, P, 2) whose mean |curvature| over the inner vertices exceeds
-    ``max_mean_curvature``."""
-    if len(lanes) == 0:
-        return np.zeros(0, bool)
-    return geometry.curvature(lanes)[:, 1:-1].mean(1) > config.max_mean_curvature
 
 
 def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLanes,
@@ -408,25 +125,6 @@ def check_and_stitch(controls: np.ndarray, lanes: np.ndarray, ports: list[Fronti
             return check, stitched
         bent = np.concatenate([bent, check.keep[bad]])
         allowed = np.setdiff1d(allowed, bent)
-
-
-def hooked_lanes(lanes: np.ndarray, check: CandidateCheck, ports: list[FrontierPort], config: StitchConfig
-                 ) -> np.ndarray:
-    """(K,) bool: stitched lanes (K, P, 2) (``check.keep`` order) whose end segment turns more than
-    ``max_joint_turn_rad`` from their port's heading, or from the lane they join (``check.successors``; both
-    lanes, unless one of them is hooked at a port already)."""
-    head, tail = lanes[:, 1] - lanes[:, 0], lanes[:, -1] - lanes[:, -2]
-    first, last = np.arctan2(head[:, 1], head[:, 0]), np.arctan2(tail[:, 1], tail[:, 0])
-    hooked = np.zeros(len(lanes), bool)
-    for pos, lane in check.port_links:
-        port = ports[pos]
-        hooked[lane] |= abs(geometry.wrap_angle((first if port.is_out else last)[lane] - port.yaw)) \
-            > config.max_joint_turn_rad
-    at_port = hooked.copy()
-    for i, j in check.successors:
-        if abs(geometry.wrap_angle(first[j] - last[i])) > config.max_joint_turn_rad and not (at_port[i] or at_port[j]):
-            hooked[[i, j]] = True
-    return hooked
 
 
 def knot_size(lanes: np.ndarray, config: StitchConfig) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 
 from vectorworld import geometry
 from vectorworld.generation.base import TileFrame, TileRequest
-from vectorworld.generation.learned.stitching import FrontierPort
+from vectorworld.generation.learned.filter_config import FrontierPort
 from vectorworld.generation.learned.tile_tensors import (
     HALF_TILE_M,
     HINT_FEATURES,

@@ -1,0 +1,189 @@
+"""The validity filter's rules on single lanes, in the tile frame (m): which decoded lanes to drop as
+duplicates (of known lanes, of each other, or on top of a lane the other way), loops, kinks, cuts across a
+known road, ends pinching a two-way road shut, or hooks at a joint; and the known lanes as the references
+these rules test against. :mod:`stitching` applies them and judges the candidate."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vectorworld import geometry
+from vectorworld.generation.learned.filter_config import CandidateCheck, FrontierPort, KnownLanes, StitchConfig
+
+
+def end_yaws(lanes: np.ndarray, at_end: bool) -> np.ndarray:
+    """Heading (K,) at the start or end of fixed-size polylines (K, P, 2)."""
+    d = lanes[:, -1] - lanes[:, -3] if at_end else lanes[:, 2] - lanes[:, 0]
+    return np.arctan2(d[:, 1], d[:, 0])
+
+
+def _point_headings(lanes: np.ndarray) -> np.ndarray:
+    """Heading (K, P) at every vertex of polylines (K, P, 2) (central differences)."""
+    g = np.gradient(lanes, axis=1)
+    return np.arctan2(g[..., 1], g[..., 0])
+
+
+_PROBE = slice(1, None, 2)
+"""The lane vertices probed by the duplicate test (every other one)."""
+
+
+def _near_lanes(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
+                config: StitchConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(S, M) bool twice: probe point s lies within ``overlap_m`` of point m with headings within
+    ``connect_yaw_rad`` (aligned), or within ``opposed_m`` of it heading the other way (opposed, within
+    ``connect_yaw_rad`` of a U-turn) -- one 2-D distance matrix, no per-lane-pair 4-D tensor."""
+    d2 = (probe * probe).sum(-1)[:, None] + (points * points).sum(-1)[None, :] - 2.0 * probe @ points.T
+    aligned = d2 < config.overlap_m ** 2
+    opposed = d2 < config.opposed_m ** 2
+    rows, cols = np.nonzero(aligned | opposed)
+    if len(rows):  # headings only where close (a small share of the pairs)
+        turn = np.abs(geometry.wrap_angle(probe_yaw[rows] - yaw[cols]))
+        aligned[rows, cols] &= turn < config.connect_yaw_rad
+        opposed[rows, cols] &= turn > np.pi - config.connect_yaw_rad
+    return aligned, opposed
+
+
+def lanes_reference(lanes: np.ndarray) -> KnownLanes:
+    """Known lanes as fixed-size polylines (K, P, 2) -> points and headings for the duplicate test."""
+    return KnownLanes(lanes.reshape(-1, 2), _point_headings(lanes).reshape(-1),
+                      np.stack([lanes[:, :-1], lanes[:, 1:]], 2).reshape(-1, 2, 2))
+
+
+def dense_reference(lanes: list[np.ndarray], spacing_m: float = 1.0) -> KnownLanes:
+    """Known lanes as ragged polylines, densified at ``spacing_m`` (for the duplicate test)."""
+    if not lanes:
+        return KnownLanes(np.zeros((0, 2)), np.zeros(0))
+    pts, yaws, segments = [], [], []
+    for lane in lanes:
+        dense = geometry.resample_by_spacing(lane, spacing_m)
+        pts.append(dense)
+        yaws.append(geometry.polyline_headings(dense))
+        segments.append(np.stack([lane[:-1], lane[1:]], 1))
+    return KnownLanes(np.concatenate(pts), np.concatenate(yaws), np.concatenate(segments))
+
+
+def crossing_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: lanes (K, P, 2) whose centreline crosses a known lane's farther than ``cross_clear_m``
+    along it from both of its own ends: a new road cutting across another tile's road. (A lane that starts
+    or ends on a known one meets it within that distance of its end.) Only the known segments inside a
+    lane's bounding box are tested."""
+    out = np.zeros(len(lanes), bool)
+    if len(lanes) == 0 or len(known.segments) == 0:
+        return out
+    seg = known.segments
+    lo, hi = lanes.min(1), lanes.max(1)                                              # (K, 2)
+    near = ((seg.min(1)[None] <= hi[:, None]) & (seg.max(1)[None] >= lo[:, None])).all(-1)   # (K, S)
+    lane, which = np.nonzero(near)
+    if len(lane) == 0:
+        return out
+    a, r = lanes[lane, :-1], np.diff(lanes, axis=1)[lane]                            # (M, P-1, 2)
+    c, q = seg[which, 0][:, None], (seg[which, 1] - seg[which, 0])[:, None]          # (M, 1, 2)
+    t, u, denom = geometry.segment_crossing(a, r, c, q)
+    skew = np.abs(denom) > 1e-9                                                      # parallel segments never cross
+    hit = skew & (t >= 0.0) & (t <= 1.0) & (u >= 0.0) & (u <= 1.0)
+    step = np.linalg.norm(r, axis=-1)
+    s_at = np.cumsum(step, 1) - step + t * step                                      # arc length of the crossing
+    away = (s_at > config.cross_clear_m) & (s_at < step.sum(1, keepdims=True) - config.cross_clear_m)
+    out[lane[(hit & away).any(1)]] = True
+    return out
+
+
+def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
+                    first: np.ndarray | None = None) -> np.ndarray:
+    """Which lanes (K, P, 2) to drop (K,) bool: a lane is a duplicate if more than ``overlap_fraction`` of
+    its probed vertices lie close to and aligned with a known lane, or with a lane kept before it, or close to
+    one such lane the other way (``opposed_m``); shorter than ``min_length_m`` counts as a duplicate too. Lanes
+    flagged in ``first`` (K,) bool (the ones closing a required port) are considered first, so of two
+    overlapping lanes the one that closes a port stays; they are never duplicates of a known lane, and aligned
+    duplicates of another lane only if both ends coincide (two ports merging into one lane are two lanes)."""
+    k, p = lanes.shape[:2]
+    if k == 0:
+        return np.zeros(0, bool)
+    yaw = _point_headings(lanes)
+    probe, probe_yaw = lanes[:, _PROBE].reshape(-1, 2), yaw[:, _PROBE].reshape(-1)
+    per_lane = len(range(p)[_PROBE])
+    drop = geometry.polyline_lengths(lanes)[:, -1] < config.min_length_m
+    if len(known.points):  # a lane that closes a port is kept even where it runs along a known lane (a merge)
+        aligned, opposed = _near_lanes(probe, probe_yaw, known.points, known.headings, config)
+        dup_known = ((aligned.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction)
+                     | (opposed.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction))
+        drop |= dup_known if first is None else dup_known & ~first
+    aligned, opposed = _near_lanes(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
+    # fraction[i, j]: share of lane i's probes near lane j (reduce over j's vertices, then i's probes)
+    fraction = aligned.reshape(k, per_lane, k, p).any(3).mean(1)
+    against = opposed.reshape(k, per_lane, k, p).any(3).mean(1)
+    kept: list[int] = []
+    order = range(k) if first is None else np.argsort(~first, kind="stable")
+    for i in order:
+        if drop[i]:
+            continue
+        dup = fraction[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
+        if first is not None and first[i] and dup.any():  # a port closer only duplicates a lane on its ends
+            same = ((np.linalg.norm(lanes[kept, 0] - lanes[i, 0], axis=-1) < config.connect_m)
+                    & (np.linalg.norm(lanes[kept, -1] - lanes[i, -1], axis=-1) < config.connect_m))
+            dup &= same
+        dup |= against[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
+        if dup.any():
+            drop[i] = True
+            continue
+        kept.append(i)
+    return drop
+
+
+def pinched_lanes(lanes: np.ndarray, alive: np.ndarray, first: np.ndarray, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: lanes (K, P, 2) to drop so that no end of a lane still ``alive`` (K,) lies within ``pinch_m``
+    of the start of one the other way (see :attr:`StitchConfig.pinch_m`); of each such pair the one not in
+    ``first`` (K,) (closing a port) goes, else the later one."""
+    drop = np.zeros(len(lanes), bool)
+    if len(lanes) < 2:
+        return drop
+    gap = np.linalg.norm(lanes[:, None, -1] - lanes[None, :, 0], axis=-1)                       # end i, start j
+    turn = np.abs(geometry.wrap_angle(end_yaws(lanes, True)[:, None] - end_yaws(lanes, False)[None]))
+    pinch = (gap < config.pinch_m) & (turn > np.pi - config.connect_yaw_rad) & alive[:, None] & alive[None]
+    np.fill_diagonal(pinch, False)
+    for i, j in zip(*np.nonzero(pinch), strict=True):
+        if drop[i] or drop[j]:
+            continue
+        drop[(j if first[i] else i) if first[i] != first[j] else max(i, j)] = True
+    return drop
+
+
+def looped_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: lanes (K, P, 2) whose heading turns more than ``max_turn_rad`` in all."""
+    if len(lanes) == 0:
+        return np.zeros(0, bool)
+    return total_turn(lanes) > config.max_turn_rad
+
+
+def total_turn(lanes: np.ndarray) -> np.ndarray:
+    """How much polylines (K, P, 2) turn in all (K,) rad: the summed |heading change| between segments."""
+    seg = np.diff(lanes, axis=1)
+    heading = np.arctan2(seg[..., 1], seg[..., 0])
+    return np.abs(geometry.wrap_angle(np.diff(heading, axis=1))).sum(1)
+
+
+def kinked_lanes(lanes: np.ndarray, config: StitchConfig) -> np.ndarray:
+    """(K,) bool: lanes (K, P, 2) whose mean |curvature| over the inner vertices exceeds
+    ``max_mean_curvature``."""
+    if len(lanes) == 0:
+        return np.zeros(0, bool)
+    return geometry.curvature(lanes)[:, 1:-1].mean(1) > config.max_mean_curvature
+
+
+def hooked_lanes(lanes: np.ndarray, check: CandidateCheck, ports: list[FrontierPort], config: StitchConfig
+                 ) -> np.ndarray:
+    """(K,) bool: stitched lanes (K, P, 2) (``check.keep`` order) whose end segment turns more than
+    ``max_joint_turn_rad`` from their port's heading, or from the lane they join (``check.successors``; both
+    lanes, unless one of them is hooked at a port already)."""
+    head, tail = lanes[:, 1] - lanes[:, 0], lanes[:, -1] - lanes[:, -2]
+    first, last = np.arctan2(head[:, 1], head[:, 0]), np.arctan2(tail[:, 1], tail[:, 0])
+    hooked = np.zeros(len(lanes), bool)
+    for pos, lane in check.port_links:
+        port = ports[pos]
+        hooked[lane] |= abs(geometry.wrap_angle((first if port.is_out else last)[lane] - port.yaw)) \
+            > config.max_joint_turn_rad
+    at_port = hooked.copy()
+    for i, j in check.successors:
+        if abs(geometry.wrap_angle(first[j] - last[i])) > config.max_joint_turn_rad and not (at_port[i] or at_port[j]):
+            hooked[[i, j]] = True
+    return hooked
