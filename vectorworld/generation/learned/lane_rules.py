@@ -31,16 +31,12 @@ def _near_lanes(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, ya
                 config: StitchConfig) -> tuple[np.ndarray, np.ndarray]:
     """(S, M) bool twice: probe point s lies within ``overlap_m`` of point m with headings within
     ``connect_yaw_rad`` (aligned), or within ``opposed_m`` of it heading the other way (opposed, within
-    ``connect_yaw_rad`` of a U-turn) -- one 2-D distance matrix, no per-lane-pair 4-D tensor."""
+    ``connect_yaw_rad`` of a U-turn) -- 2-D distance and heading-cosine matrices, no per-lane-pair 4-D
+    tensor (the cosine of the heading difference is the dot product of the unit headings)."""
     d2 = (probe * probe).sum(-1)[:, None] + (points * points).sum(-1)[None, :] - 2.0 * probe @ points.T
-    aligned = d2 < config.overlap_m ** 2
-    opposed = d2 < config.opposed_m ** 2
-    rows, cols = np.nonzero(aligned | opposed)
-    if len(rows):  # headings only where close (a small share of the pairs)
-        turn = np.abs(geometry.wrap_angle(probe_yaw[rows] - yaw[cols]))
-        aligned[rows, cols] &= turn < config.connect_yaw_rad
-        opposed[rows, cols] &= turn > np.pi - config.connect_yaw_rad
-    return aligned, opposed
+    cos = np.cos(probe_yaw)[:, None] * np.cos(yaw)[None] + np.sin(probe_yaw)[:, None] * np.sin(yaw)[None]
+    limit = np.cos(config.connect_yaw_rad)
+    return (d2 < config.overlap_m ** 2) & (cos > limit), (d2 < config.opposed_m ** 2) & (cos < -limit)
 
 
 def lanes_reference(lanes: np.ndarray) -> KnownLanes:

@@ -193,8 +193,9 @@ def open_ends(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
     joined = _joins(ends, end_yaw, starts, start_yaw, config)
     np.fill_diagonal(joined, False)
     check.successors = [(int(i), int(j)) for i, j in zip(*np.nonzero(joined), strict=True)]
-    start_ok = start_used | joined.any(0) | at_border(starts, start_yaw + np.pi, config)
-    end_ok = end_used | joined.any(1) | at_border(ends, end_yaw, config)
+    border = at_border(np.concatenate([starts, ends]), np.concatenate([start_yaw + np.pi, end_yaw]), config)
+    start_ok = start_used | joined.any(0) | border[:n]
+    end_ok = end_used | joined.any(1) | border[n:]
     check.dangling = int((~start_ok).sum() + (~end_ok).sum())
     return check, ~start_ok, ~end_ok
 
