@@ -112,3 +112,31 @@ def test_the_learned_only_lane_frechet_leaves_the_fallback_tiles_out() -> None:
     assert 0 < metrics["learned_only_tiles"] < metrics["tiles"]
     assert metrics["learned_only_lane_frechet"] == pytest.approx(expected)
     assert metrics["learned_only_lane_frechet"] != pytest.approx(metrics["lane_frechet"])
+
+
+def test_the_stage_times_a_generator_reports_are_averaged_over_the_calls_that_report_them() -> None:
+    """A generator whose diagnostics time its stages: every grown tile's ``stage_ms`` is recorded, and the
+    world figures hold each stage's mean over the calls that reported stages (a stage absent from a call counts
+    0 there); a generator without stage times adds no such figure."""
+    from types import SimpleNamespace
+
+    from tests.straight_world import StraightGenerator
+
+    class Staged(StraightGenerator):
+        calls = 0
+
+        def generate(self, request):  # noqa: ANN001, ANN202
+            Staged.calls += 1
+            stages = {"sample": 2.0 * Staged.calls, **({"fallback": 6.0} if Staged.calls % 2 == 0 else {})}
+            self.last_diagnostics = SimpleNamespace(raw_gaps_m=None, stage_ms=stages)
+            return super().generate(request)
+
+    grown = grow_worlds(Staged(), worlds=1, tiles_per_world=5, seed=0)
+    recorded = [rec.stage_ms for rec in grown.records[0]]    # call 1 made the first tile, not recorded
+    assert recorded == [{"sample": 4.0, "fallback": 6.0}, {"sample": 6.0}, {"sample": 8.0, "fallback": 6.0},
+                        {"sample": 10.0}]
+    metrics = world_metrics(grown)
+    assert metrics["tile_ms_sample_mean"] == pytest.approx(7.0)
+    assert metrics["tile_ms_fallback_mean"] == pytest.approx(3.0)
+    plain = world_metrics(grow_worlds(make_generator("test-straight"), worlds=1, tiles_per_world=5, seed=0))
+    assert not [key for key in plain if key.startswith("tile_ms_") and key.endswith("_mean")]

@@ -244,6 +244,33 @@ def test_a_second_round_is_sampled_only_when_the_first_fails() -> None:
     assert not content.used_fallback and model.calls == 3
 
 
+def test_generate_times_its_stages_round_by_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``last_diagnostics.stage_ms`` holds the call's wall time per stage: context, then the network and the
+    filter of every round, then the edges and the assembly -- or, when no round passed, the fallback."""
+    import time
+
+    from vectorworld.stage_clock import StageClock
+
+    laps: list[str] = []
+    lap = StageClock.lap
+    monkeypatch.setattr(StageClock, "lap", lambda self, stage: laps.append(stage) or lap(self, stage))
+    two = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, rounds=2, fallback="test-straight",
+                               frozen_graph=False)
+    start = time.perf_counter()
+    assert not two.generate(two_lane_request()).used_fallback
+    wall_ms = (time.perf_counter() - start) * 1e3
+    assert laps == ["context", "sample", "filter", "sample", "filter", "edges", "assemble"]
+    stages = two.last_diagnostics.stage_ms
+    assert list(stages) == ["context", "sample", "filter", "edges", "assemble"]
+    assert min(stages.values()) >= 0.0 and sum(stages.values()) <= wall_ms
+    laps.clear()
+    one = LearnedTileGenerator(model=_SecondRoundModel(), candidates=2, rounds=1, fallback="test-straight",
+                               frozen_graph=False)
+    assert one.generate(two_lane_request()).used_fallback
+    assert laps == ["context", "sample", "filter", "fallback"]
+    assert list(one.last_diagnostics.stage_ms) == ["context", "sample", "filter", "fallback"]
+
+
 class _LateFirstTileModel(_FirstTileModel):
     """Decodes the valid first tile only from its ``late``-th call on (the earlier calls keep no lane)."""
 

@@ -5,10 +5,10 @@ import time
 import pytest
 
 import tests.straight_world  # noqa: F401 - registers the "test-straight" generator
-from vectorworld.sim import stage_clock
+from vectorworld import stage_clock
 from vectorworld.sim.config import SessionConfig
 from vectorworld.sim.session import Session
-from vectorworld.sim.stage_clock import StageClock
+from vectorworld.stage_clock import StageClock
 
 STAGES = ["right_of_way", "npc_policy", "pedestrians", "ego_planner", "integrate", "metrics", "scoring", "routes",
           "world", "retire"]

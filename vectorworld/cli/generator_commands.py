@@ -191,6 +191,10 @@ def register(app: typer.Typer) -> None:
             line = f"[{done}/{total}] {name}"
             if "tiles" in metrics:
                 line += f": {int(metrics['tiles'])} tiles, tile_ms p50 {metrics.get('tile_ms_p50', math.nan):.1f}"
+                stages = {k[len("tile_ms_"):-len("_mean")]: v for k, v in metrics.items()
+                          if k.startswith("tile_ms_") and k.endswith("_mean")}
+                if stages:
+                    line += " (mean ms per call: " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()) + ")"
             typer.echo(line, err=True)
 
         try:

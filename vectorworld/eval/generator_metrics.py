@@ -17,7 +17,8 @@ after the first is an outpainting call), then computes on the committed world:
   Fréchet too (``learned_only_lane_frechet``: the procedural fallback tiles pull the all-tile figure towards
   the procedural generator's, so a generator that falls back more reads better there);
 * ``tile_ms`` p50 / p95 (wall, torch on one thread by default) of the generate calls, ``tile_cpu_ms``
-  (process CPU time, which a busy machine does not inflate) and the fallback share.
+  (process CPU time, which a busy machine does not inflate) and the fallback share; where the generator
+  times its stages (``last_diagnostics.stage_ms``), the mean ms per call of each (``tile_ms_<stage>_mean``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class TileRecord:
     latency_ms: float
     used_fallback: bool
     raw_gaps_m: np.ndarray | None = None
+    stage_ms: dict[str, float] | None = None
 
 
 class _CpuTimed(TileGenerator):
@@ -130,9 +132,10 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
             for made in grown:
                 diag = getattr(generator, "last_diagnostics", None)
                 raw = None if diag is None or made.content.used_fallback else diag.raw_gaps_m
+                stages = getattr(diag, "stage_ms", None) or None
                 records.append(TileRecord(TileFrame(made.tile.center_xy, made.tile.yaw), made.tile.lane_ids,
                                           made.content.agents, made.tile.latency_ms,
-                                          made.content.used_fallback, raw))
+                                          made.content.used_fallback, raw, stages))
         out.graphs.append(world.graph)
         out.records.append(records)
         left -= len(records)
@@ -265,6 +268,8 @@ def _box_overlap_areas(xy: np.ndarray, yaw: np.ndarray, length: np.ndarray, widt
 def world_metrics(grown: GrownWorlds) -> dict[str, float]:
     """epd, dangling, overlap, offlane, latency and fallback figures of grown worlds."""
     gaps, raw_gaps, latency, fallback = [], [], [], []
+    stage_ms: dict[str, float] = {}
+    staged = 0
     ends = dangling = 0
     agents_total = overlapping = vehicles = offlane = 0
     for graph, records in zip(grown.graphs, grown.records, strict=True):
@@ -274,6 +279,10 @@ def world_metrics(grown: GrownWorlds) -> dict[str, float]:
             fallback.append(rec.used_fallback)
             if rec.raw_gaps_m is not None:
                 raw_gaps.extend(rec.raw_gaps_m.tolist())
+            if rec.stage_ms:
+                staged += 1
+                for stage, ms in rec.stage_ms.items():
+                    stage_ms[stage] = stage_ms.get(stage, 0.0) + ms
             edges = set()
             for lane_id in rec.lane_ids:
                 lane = graph[lane_id]
@@ -317,6 +326,7 @@ def world_metrics(grown: GrownWorlds) -> dict[str, float]:
         "fallback_rate": float(np.mean(fallback)) if fallback else float("nan"),
         "tile_ms_p50": stat(latency, 50), "tile_ms_p95": stat(latency, 95),
         "tile_cpu_ms_p50": stat(grown.cpu_ms, 50), "tile_cpu_ms_p95": stat(grown.cpu_ms, 95),
+        **{f"tile_ms_{stage}_mean": ms / staged for stage, ms in stage_ms.items()},
     }
 
 

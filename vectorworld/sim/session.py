@@ -28,8 +28,8 @@ from vectorworld.sim.npc_drivers import LogReplayDriver, PolicyDriver
 from vectorworld.sim.observation import EndReason, Frame, Observation
 from vectorworld.sim.red_lights import red_light_entry
 from vectorworld.sim.spawning import SpawnBook, parked_in_the_way, place_spawns, slow_for_lights
-from vectorworld.sim.stage_clock import StageClock
 from vectorworld.sim.stuck_causes import stuck_cause
+from vectorworld.stage_clock import StageClock
 from vectorworld.vehicle.commands import (
     ControlCommand,
     EgoCommand,

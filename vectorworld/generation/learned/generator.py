@@ -71,6 +71,7 @@ from vectorworld.generation.learned.tile_tensors import (
 )
 from vectorworld.generation.learned.world_plan import WorldPlan
 from vectorworld.scene import AgentType, Lane, LaneGraph
+from vectorworld.stage_clock import StageClock
 
 if TYPE_CHECKING:
     import torch
@@ -122,7 +123,10 @@ class TileDiagnostics:
     raw_gaps_m / stitched_gaps_m: endpoint gaps (m) over the winner's successor links (model-predicted edges
     among new lanes, and port links) after decoding (Bézier, port pinning) and after stitching; checked:
     candidates the filter looked at (lazily, best first, up to the first valid); used_fallback: the
-    procedural generator answered.
+    procedural generator answered; stage_ms: where the call's wall time went (ms per stage: ``context`` -- the
+    known lanes, ports and road plan --, ``sample`` -- the network, every round --, ``filter`` -- junction
+    completion, the validity filter and stitching, every round --, ``edges``, ``assemble`` -- lanes, links and
+    spawns --, and ``fallback``), timing only.
     """
 
     raw_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -132,6 +136,7 @@ class TileDiagnostics:
     used_fallback: bool = False
     decoded_agents: int = 0
     kept_agents: int = 0
+    stage_ms: dict[str, float] = field(default_factory=dict)
 
 
 LINK_TOL_M = 0.01
@@ -388,9 +393,13 @@ class LearnedTileGenerator(TileGenerator):
             self._layout = (lane_ids, WorldPlan(*city))
         return content
 
-    def _fall_back(self, request: TileRequest, diagnostics: TileDiagnostics) -> TileContent:
-        self.last_diagnostics = diagnostics
+    def _fall_back(self, request: TileRequest, diagnostics: TileDiagnostics, clock: StageClock | None = None
+                   ) -> TileContent:
         content = self.fallback.generate(request)
+        if clock is not None:
+            clock.lap("fallback")
+            diagnostics = dataclasses.replace(diagnostics, stage_ms=dict(clock.total_ms))
+        self.last_diagnostics = diagnostics
         return TileContent(content.lanes, content.links, content.agents, used_fallback=True)
 
     # ------------------------------------------------------------------ generation
@@ -399,13 +408,15 @@ class LearnedTileGenerator(TileGenerator):
 
         model = self.model
         vae_cfg = model.vae.config
+        clock = StageClock()
+        clock.start()
         ctx = build_context(request, vae_cfg.max_lanes, vae_cfg.max_agents)
         seed = int(request.rng.integers(0, 2**62))
         if not ctx.known_ids:
             if len(request.graph) == 0 and not request.ports:
                 self.last_diagnostics = TileDiagnostics()
                 return self.first_tile(request.frame, request.lane_ids, request.rng)
-            return self._fall_back(request, TileDiagnostics(used_fallback=True))
+            return self._fall_back(request, TileDiagnostics(used_fallback=True), clock)
         if model.dit.config.border_hints:
             ctx = with_plan(ctx, self._plan(request, ctx))
         threads = torch.get_num_threads()
@@ -413,12 +424,14 @@ class LearnedTileGenerator(TileGenerator):
             torch.set_num_threads(self.num_threads)
         try:
             known = lanes_reference(ctx.filter_lanes())
+            clock.lap("context")
             choice, checked, decoded, z = self._sample_until_valid(ctx, seed, self.rounds, ~ctx.tiles.lane_cond,
-                                                                   known)
+                                                                   known, clock=clock)
             if not choice.valid:
                 return self._fall_back(request, TileDiagnostics(candidates=self.candidates * self.rounds,
-                                                                checked=checked, used_fallback=True))
+                                                                checked=checked, used_fallback=True), clock)
             edge_types = self._decode_edges(z[choice.index:choice.index + 1], choice.slots[choice.check.keep])
+            clock.lap("edges")
         finally:
             torch.set_num_threads(threads)
         check = choice.check
@@ -427,9 +440,11 @@ class LearnedTileGenerator(TileGenerator):
         c = choice.index
         content, diag = self._assemble(request, ctx, raw, stitched, check, edge_types,
                                        decoded["agent_feat"][c], decoded["agent_prob"][c])
+        clock.lap("assemble")
         self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
                                                 checked=checked, candidates=self.candidates,
-                                                decoded_agents=diag[2], kept_agents=len(content.agents))
+                                                decoded_agents=diag[2], kept_agents=len(content.agents),
+                                                stage_ms=dict(clock.total_ms))
         return content
 
     def _plan(self, request: TileRequest, ctx: TileContext) -> np.ndarray:
@@ -439,17 +454,22 @@ class LearnedTileGenerator(TileGenerator):
         return self.road_plans.draw(context_key(ctx), request.rng)
 
     def _sample_until_valid(self, ctx: TileContext, seed: int, rounds: int, frontier: np.ndarray,
-                            known: KnownLanes, accept: Callable[[np.ndarray], bool] | None = None
+                            known: KnownLanes, accept: Callable[[np.ndarray], bool] | None = None,
+                            clock: StageClock | None = None
                             ) -> tuple[Choice, int, dict[str, np.ndarray], torch.Tensor]:
         """Batches of candidates (seeds ``seed``, ``seed + 1``, ...) until one passes the filter, at most
         ``rounds``: the choice (the best invalid one if none passed), how many candidates were checked, and
-        the decoded batch and latents it came from."""
+        the decoded batch and latents it came from (``clock``: laps ``sample`` and ``filter``)."""
         checked = 0
         for attempt in range(rounds):
             decoded, z = self._sample(ctx, seed + attempt)
+            if clock is not None:
+                clock.lap("sample")
             choice = choose_candidate(decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
                                       list(ctx.ports), known, self.stitch_config, self.exist_threshold, accept,
                                       completion_of(self.model))
+            if clock is not None:
+                clock.lap("filter")
             checked += choice.checked
             if choice.valid:
                 break

@@ -1,7 +1,9 @@
-"""Where a Session's step time goes: wall time per stage of :meth:`Session.advance`, summed over an episode.
+"""Where a call's time goes: wall time per stage, summed over calls -- a Session's step
+(:meth:`Session.advance`, printed per step by ``tools/bench_rollout.py``) and a learned generator's
+``generate`` (its ``TileDiagnostics.stage_ms``, summarised by ``vectorworld eval generator``).
 
-Timing only (like ``wall_s``): never part of a report's deterministic figures. ``tools/bench_rollout.py``
-prints it per step, so an A/B comparison of two commits names the stage that got slower.
+Timing only (like ``wall_s``): never part of a report's deterministic figures, so an A/B comparison of two
+commits names the stage that got slower.
 """
 
 from __future__ import annotations
