@@ -34,7 +34,7 @@ def _near_lanes(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, ya
     ``connect_yaw_rad`` of a U-turn) -- 2-D distance and heading-cosine matrices, no per-lane-pair 4-D
     tensor (the cosine of the heading difference is the dot product of the unit headings)."""
     d2 = (probe * probe).sum(-1)[:, None] + (points * points).sum(-1)[None, :] - 2.0 * probe @ points.T
-    cos = np.cos(probe_yaw)[:, None] * np.cos(yaw)[None] + np.sin(probe_yaw)[:, None] * np.sin(yaw)[None]
+    cos = np.stack([np.cos(probe_yaw), np.sin(probe_yaw)], -1) @ np.stack([np.cos(yaw), np.sin(yaw)])
     limit = np.cos(config.connect_yaw_rad)
     return (d2 < config.overlap_m ** 2) & (cos > limit), (d2 < config.opposed_m ** 2) & (cos < -limit)
 
@@ -99,8 +99,10 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     probe, probe_yaw = lanes[:, _PROBE].reshape(-1, 2), yaw[:, _PROBE].reshape(-1)
     per_lane = len(range(p)[_PROBE])
     drop = geometry.polyline_lengths(lanes)[:, -1] < config.min_length_m
-    if len(known.points):  # a lane that closes a port is kept even where it runs along a known lane (a merge)
-        aligned, opposed = _near_lanes(probe, probe_yaw, known.points, known.headings, config)
+    reach = max(config.overlap_m, config.opposed_m)
+    near = ((known.points >= probe.min(0) - reach) & (known.points <= probe.max(0) + reach)).all(1)
+    if near.any():  # a lane that closes a port is kept even where it runs along a known lane (a merge)
+        aligned, opposed = _near_lanes(probe, probe_yaw, known.points[near], known.headings[near], config)
         dup_known = ((aligned.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction)
                      | (opposed.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction))
         drop |= dup_known if first is None else dup_known & ~first

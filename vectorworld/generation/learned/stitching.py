@@ -288,28 +288,31 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
     for node in range(2 * n):
         groups.setdefault(find(node), []).append(node)
     out = kept.copy()
+    # Every end's tangent, and whether a free end reaches the border along the polyline's end heading (the
+    # filter's verdict, so an end it let pass always reaches the border) or along its tangent: node 2i + a.
+    tangents = [_tangent(kept[node // 2], bool(node % 2), config) for node in range(2 * n)]
+    end_xy = kept[:, [0, 3]].reshape(-1, 2)
+    back = np.tile([np.pi, 0.0], n)
+    polylines = bezier_points(kept, LANE_POINTS)
+    seen = np.stack([end_yaws(polylines, False), end_yaws(polylines, True)], 1).reshape(-1) + back
+    tangent_yaw = np.arctan2([t[1] for t in tangents], [t[0] for t in tangents]).reshape(-1) + back
+    seen_reaches, tangent_reaches = (at_border(end_xy, seen, config) if n else np.zeros(0, bool),
+                                     at_border(end_xy, tangent_yaw, config) if n else np.zeros(0, bool))
     for root, nodes in groups.items():
         ends = [(node // 2, bool(node % 2)) for node in nodes]
-        tangents = [_tangent(kept[lane], at_end, config) for lane, at_end in ends]
         if root in anchor:
             port = anchor[root]
             target, heading = port.xy, np.array([np.cos(port.yaw), np.sin(port.yaw)])
         elif len(nodes) > 1:
             target = np.mean([kept[lane][3 if at_end else 0] for lane, at_end in ends], 0)
-            heading = np.sum(tangents, 0)
+            heading = np.sum([tangents[node] for node in nodes], 0)
             heading = heading / max(float(np.linalg.norm(heading)), 1e-9)
         else:
-            lane, at_end = ends[0]
-            end_xy = kept[lane][3 if at_end else 0]
-            back = 0.0 if at_end else np.pi
-            # The filter's verdict (on the polyline's end heading), so an end it let pass always reaches the border.
-            seen = end_yaws(bezier_points(kept[lane][None], LANE_POINTS), at_end) + back
-            if not at_border(end_xy[None], seen, config)[0]:
+            node = nodes[0]
+            if not seen_reaches[node]:
                 continue
-            yaw = float(np.arctan2(tangents[0][1], tangents[0][0])) + back
-            if not at_border(end_xy[None], np.array([yaw]), config)[0]:  # a hooked tangent: the body's heading
-                yaw = float(seen[0])
-            target, heading = _border_exit(end_xy, yaw), tangents[0]
+            yaw = float(tangent_yaw[node] if tangent_reaches[node] else seen[node])  # hooked: the body's heading
+            target, heading = _border_exit(end_xy[node], yaw), tangents[node]
         for lane, at_end in ends:
             k, inner = (3, 2) if at_end else (0, 1)
             move = target - out[lane][k]
