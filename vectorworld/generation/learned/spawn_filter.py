@@ -140,9 +140,10 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
         push = np.sign(lateral[out]) * config.curb_place_m - lateral[out]
         xy[rows[out]] += push[:, None] * left[out]
     corners = geometry.box_corners(xy, yaw, state[:, 5], state[:, 6])
+    hit = geometry.boxes_overlap(corners[:, None], corners[None])      # (M, M), every pair at once
     accepted: list[int] = []
     for i in np.flatnonzero(keep):
-        if accepted and geometry.boxes_overlap(corners[i][None], corners[accepted]).any():
+        if accepted and hit[i, accepted].any():
             keep[i] = False
             continue
         accepted.append(int(i))

@@ -124,9 +124,9 @@ def build_context(request: TileRequest, max_lanes: int, max_agents: int, port_ma
     ids = tuple(c[1] for c in candidates)
     slot = {lane_id: i for i, lane_id in enumerate(ids)}
     succ, left, right = [], [], []
-    for i, (_, lane_id, run) in enumerate(candidates):
+    for i, (_, lane_id, _) in enumerate(candidates):
         lane = request.graph[lane_id]
-        tiles.lane_points[i] = geometry.resample_polyline(run, LANE_POINTS)
+        tiles.lane_points[i] = nearby[i]
         tiles.lane_valid[i] = True
         tiles.lane_cond[i] = True
         succ.append([slot[j] for j in lane.successors if j in slot])
