@@ -295,7 +295,8 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
     back = np.tile([np.pi, 0.0], n)
     polylines = bezier_points(kept, LANE_POINTS)
     seen = np.stack([end_yaws(polylines, False), end_yaws(polylines, True)], 1).reshape(-1) + back
-    tangent_yaw = np.arctan2([t[1] for t in tangents], [t[0] for t in tangents]).reshape(-1) + back
+    unit = np.array(tangents).reshape(-1, 2)
+    tangent_yaw = np.arctan2(unit[:, 1], unit[:, 0]) + back
     seen_reaches, tangent_reaches = at_border(end_xy, seen, config), at_border(end_xy, tangent_yaw, config)
     for root, nodes in groups.items():
         ends = [(node // 2, bool(node % 2)) for node in nodes]
