@@ -14,9 +14,12 @@ from vectorworld.eval.generator_metrics import (
     js_divergence,
     lane_stat_means,
     naive_baseline_metrics,
+    straight_lane_share,
+    straight_lanes,
     world_metrics,
 )
 from vectorworld.generation import make_generator
+from vectorworld.generation.learned.tile_tensors import TileTensors
 
 
 def test_js_divergence_bounds() -> None:
@@ -43,6 +46,28 @@ def test_lane_stat_means_name_the_statistic_that_moves_the_frechet_distance() ->
         assert means[f"frechet_{name}"] == pytest.approx(0.0, abs=1e-12)
         assert means[f"{name}_mean"] == pytest.approx(means[f"reference_{name}_mean"])
     assert means["lanes_mean"] == pytest.approx(means["reference_lanes_mean"] - 2.0 * ref[:, 0].std())
+
+
+def _tile_of(lanes: list[np.ndarray], known: list[bool]) -> TileTensors:
+    """A cropped tile holding lanes (20, 2) (``known``: a condition lane) in 6 slots, and no agents."""
+    points = np.zeros((6, 20, 2), np.float32)
+    points[:len(lanes)] = lanes
+    valid, cond = np.arange(6) < len(lanes), np.zeros(6, bool)
+    cond[:len(known)] = known
+    return TileTensors(points, valid, cond, np.zeros((6, 6), np.int8), np.zeros((2, 7), np.float32),
+                       np.zeros(2, np.int8), np.zeros((2, 6, 2), np.float32), np.zeros(2, bool), np.zeros(2, bool))
+
+
+def test_a_lane_is_straight_when_it_keeps_within_a_decimetre_of_its_chord() -> None:
+    s = np.linspace(0.0, 1.0, 20)
+    along_x = np.stack([30.0 * s, np.full(20, -1.75)], -1)
+    diagonal = np.stack([5.0 + 20.0 * s, 20.0 * s], -1)
+    bow = np.stack([30.0 * s, 0.3 * np.sin(np.pi * s)], -1)           # 0.3 m off its chord at the middle
+    shallow = np.stack([30.0 * s, 0.08 * np.sin(2.0 * np.pi * s)], -1)  # 8 cm either way
+    tile = _tile_of([along_x, bow, diagonal, shallow, bow], [False, False, False, False, True])
+    assert straight_lanes(tile).tolist() == [True, False, True, True]  # the known (condition) bow not counted
+    assert straight_lane_share([tile, _tile_of([bow], [False])]) == pytest.approx(3 / 5)
+    assert np.isnan(straight_lane_share([_tile_of([bow], [True])]))
 
 
 def test_convex_intersection_area_of_boxes() -> None:

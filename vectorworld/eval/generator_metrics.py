@@ -12,7 +12,8 @@ after the first is an outpainting call), then computes on the committed world:
 * Jensen-Shannon divergences (base 2, in [0, 1]) of agent nearest-neighbour distance, lateral offset,
   heading offset, length, width and speed against reference tiles, and the Frechet distance of per-tile
   lane-graph statistics (lanes per tile, lane length, curvature, node degree, connected components), and
-  the mean unsigned curvature (1/m) of generated lanes next to the reference's;
+  the mean unsigned curvature (1/m) of generated lanes next to the reference's, and the share of lanes
+  that are straight (``straight_lane_share``, :data:`STRAIGHT_TOLERANCE_M`) next to the reference's;
 * the same world figures over the tiles the model itself answered (``learned_only_*``, no fallbacks), lane
   Fréchet too (``learned_only_lane_frechet``: the procedural fallback tiles pull the all-tile figure towards
   the procedural generator's, so a generator that falls back more reads better there);
@@ -51,6 +52,10 @@ AGENT_BINS: dict[str, np.ndarray] = {
     "speed_mps": np.linspace(0.0, 25.0, 26),
 }
 LANE_STATS = ("lanes", "lane_length_m", "curvature", "degree", "components")
+STRAIGHT_TOLERANCE_M = 0.1
+"""A cropped lane whose points all lie this close to its chord is straight. Most lanes of the city corpus are
+(a road's lanes between junctions); a generator whose roads bend a little one way and back has few, which
+its mean curvature alone does not tell apart from a few sharp corners."""
 
 
 @dataclass
@@ -220,6 +225,22 @@ def tile_lane_stats(tile: TileTensors) -> np.ndarray:
     return np.array([len(sel), length.mean(), curv.mean(), degree.mean(), components], np.float64)
 
 
+def straight_lanes(tile: TileTensors) -> np.ndarray:
+    """(n,) bool over the front-half lanes of a cropped tile (the lanes :func:`tile_lane_stats` counts): the
+    lane lies within :data:`STRAIGHT_TOLERANCE_M` of its chord."""
+    pts = tile.lane_points[tile.lane_valid & ~tile.lane_cond].astype(np.float64)
+    chord = pts[:, -1] - pts[:, 0]
+    normal = np.stack([-chord[:, 1], chord[:, 0]], -1) / np.maximum(np.linalg.norm(chord, axis=-1), 1e-9)[:, None]
+    offset = np.abs(np.einsum("npd,nd->np", pts - pts[:, :1], normal))
+    return offset.max(-1, initial=0.0) <= STRAIGHT_TOLERANCE_M
+
+
+def straight_lane_share(tiles: list[TileTensors]) -> float:
+    """Share of the front-half lanes of cropped tiles that are straight (:func:`straight_lanes`), nan for none."""
+    flags = np.concatenate([straight_lanes(t) for t in tiles]) if tiles else np.zeros(0, bool)
+    return float(flags.mean()) if len(flags) else float("nan")
+
+
 def convex_intersection_area(a: np.ndarray, b: np.ndarray) -> float:
     """Area (m^2) of the intersection of two convex counter-clockwise polygons (K, 2) and (M, 2)
     (Sutherland-Hodgman clipping of a by every edge of b, then the shoelace formula)."""
@@ -342,6 +363,8 @@ def distribution_metrics(tiles: list[TileTensors], reference: list[TileTensors])
     ref_stats = np.array([tile_lane_stats(t) for t in reference]).reshape(-1, len(LANE_STATS))
     out["lane_frechet"] = frechet_distance(gen_stats, ref_stats)
     out.update(lane_stat_means(gen_stats, ref_stats))
+    out["straight_lane_share"], out["reference_straight_lane_share"] = (straight_lane_share(tiles),
+                                                                         straight_lane_share(reference))
     return out
 
 

@@ -40,6 +40,7 @@ COLUMNS = ("tiles", "tile_ms_p50", "tile_ms_p95", "tile_cpu_ms_p50", "tile_cpu_m
            "jsd_speed_mps", "lane_frechet", "lanes_mean", "reference_lanes_mean",
            "lane_length_m_mean", "reference_lane_length_m_mean", "curvature_mean", "reference_curvature_mean",
            "degree_mean", "reference_degree_mean", "components_mean", "reference_components_mean",
+           "straight_lane_share", "reference_straight_lane_share",
            "learned_only_tiles", "learned_only_epd_m_mean",
            "learned_only_dangling_rate", "learned_only_init_overlap_rate", "learned_only_offlane_rate",
            "learned_only_agents_per_tile", "learned_only_tile_ms_p50", "learned_only_lane_frechet")
