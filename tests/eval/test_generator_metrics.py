@@ -10,6 +10,7 @@ from vectorworld import geometry
 from vectorworld.eval.generator_metrics import (
     convex_intersection_area,
     frechet_distance,
+    frechet_spread,
     grow_worlds,
     js_divergence,
     lane_stat_means,
@@ -46,6 +47,16 @@ def test_lane_stat_means_name_the_statistic_that_moves_the_frechet_distance() ->
         assert means[f"frechet_{name}"] == pytest.approx(0.0, abs=1e-12)
         assert means[f"{name}_mean"] == pytest.approx(means[f"reference_{name}_mean"])
     assert means["lanes_mean"] == pytest.approx(means["reference_lanes_mean"] - 2.0 * ref[:, 0].std())
+
+
+def test_the_frechet_spread_shrinks_with_more_worlds_and_vanishes_for_identical_ones() -> None:
+    rng = np.random.default_rng(2)
+    ref = rng.normal(size=(400, 5))
+    few = [rng.normal(0.3, 1.0, (10, 5)) for _ in range(10)]
+    many = [rng.normal(0.3, 1.0, (10, 5)) for _ in range(100)]
+    assert frechet_spread(many, ref) < 0.5 * frechet_spread(few, ref)
+    assert frechet_spread([few[0]] * 8, ref) == pytest.approx(0.0, abs=1e-9)  # every draw is the same world set
+    assert np.isnan(frechet_spread(few[:1], ref))
 
 
 def _tile_of(lanes: list[np.ndarray], known: list[bool]) -> TileTensors:

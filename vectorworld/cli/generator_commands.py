@@ -191,6 +191,9 @@ def register(app: typer.Typer) -> None:
             line = f"[{done}/{total}] {name}"
             if "tiles" in metrics:
                 line += f": {int(metrics['tiles'])} tiles, tile_ms p50 {metrics.get('tile_ms_p50', math.nan):.1f}"
+                if "lane_frechet" in metrics:
+                    line += (f", lane Fréchet {metrics['lane_frechet']:.3f}"
+                             f" (sd {metrics.get('lane_frechet_sd', math.nan):.3f} over resampled worlds)")
                 stages = {k[len("tile_ms_"):-len("_mean")]: v for k, v in metrics.items()
                           if k.startswith("tile_ms_") and k.endswith("_mean")}
                 if stages:

@@ -11,7 +11,8 @@ after the first is an outpainting call), then computes on the committed world:
 * ``offlane_rate``: fraction of generated vehicles > 2.5 m from the nearest lane or > 30 deg off it;
 * Jensen-Shannon divergences (base 2, in [0, 1]) of agent nearest-neighbour distance, lateral offset,
   heading offset, length, width and speed against reference tiles, and the Frechet distance of per-tile
-  lane-graph statistics (lanes per tile, lane length, curvature, node degree, connected components), and
+  lane-graph statistics (lanes per tile, lane length, curvature, node degree, connected components) with its
+  spread over bootstrap resamples of the grown worlds (``lane_frechet_sd``), and
   the mean unsigned curvature (1/m) of generated lanes next to the reference's, and the share of lanes
   that are straight (``straight_lane_share``, :data:`STRAIGHT_TOLERANCE_M`) next to the reference's;
 * the same world figures over the tiles the model itself answered (``learned_only_*``, no fallbacks), lane
@@ -359,13 +360,32 @@ def distribution_metrics(tiles: list[TileTensors], reference: list[TileTensors])
 
     gen, ref = pooled(tiles), pooled(reference)
     out = {f"jsd_{k}": js_divergence(gen[k], ref[k], bins) for k, bins in AGENT_BINS.items()}
-    gen_stats = np.array([tile_lane_stats(t) for t in tiles]).reshape(-1, len(LANE_STATS))
-    ref_stats = np.array([tile_lane_stats(t) for t in reference]).reshape(-1, len(LANE_STATS))
+    gen_stats, ref_stats = lane_stats(tiles), lane_stats(reference)
     out["lane_frechet"] = frechet_distance(gen_stats, ref_stats)
     out.update(lane_stat_means(gen_stats, ref_stats))
     out["straight_lane_share"], out["reference_straight_lane_share"] = (straight_lane_share(tiles),
                                                                          straight_lane_share(reference))
     return out
+
+
+def lane_stats(tiles: list[TileTensors]) -> np.ndarray:
+    """(N, 5) rows of :func:`tile_lane_stats`, one per cropped tile."""
+    return np.array([tile_lane_stats(t) for t in tiles]).reshape(-1, len(LANE_STATS))
+
+
+def frechet_spread(world_stats: list[np.ndarray], ref_stats: np.ndarray, draws: int = 200,
+                   seed: int = 0) -> float:
+    """Standard deviation of the lane Frechet distance over bootstrap resamples of the generated worlds
+    (``world_stats``: one (n_i, 5) array of :func:`tile_lane_stats` rows per world; each draw takes as many
+    worlds as there are, with replacement): how far the figure may move on other worlds of the same size.
+    Worlds, not tiles, are resampled, because a world's tiles continue each other. nan for under 2 worlds."""
+    if len(world_stats) < 2:
+        return float("nan")
+    rng = np.random.default_rng(seed)
+    values = [frechet_distance(np.concatenate([world_stats[i] for i in rng.integers(0, len(world_stats),
+                                                                                     len(world_stats))]),
+                               ref_stats) for _ in range(draws)]
+    return float(np.nanstd(values))
 
 
 def lane_stat_means(gen_stats: np.ndarray, ref_stats: np.ndarray) -> dict[str, float]:
@@ -420,11 +440,13 @@ def evaluate_generator(generator: TileGenerator, reference: list[TileTensors], w
                 "agents_per_tile", "tile_ms_p50", "tile_ms_p95")})
     finally:
         torch.set_num_threads(previous)
-    metrics.update(distribution_metrics(crop_grown(grown), reference))
+    worlds_crops = [crop_grown(GrownWorlds(graphs=[graph], records=[records]))
+                    for graph, records in zip(grown.graphs, grown.records, strict=True)]
+    metrics.update(distribution_metrics([tile for crops in worlds_crops for tile in crops], reference))
+    ref_stats = lane_stats(reference)
+    metrics["lane_frechet_sd"] = frechet_spread([lane_stats(crops) for crops in worlds_crops], ref_stats)
     if any(learned.records):   # fallback tiles are procedural: they pull the all-tile figure towards its own
-        gen_stats = np.array([tile_lane_stats(t) for t in crop_grown(learned)]).reshape(-1, len(LANE_STATS))
-        ref_stats = np.array([tile_lane_stats(t) for t in reference]).reshape(-1, len(LANE_STATS))
-        metrics["learned_only_lane_frechet"] = frechet_distance(gen_stats, ref_stats)
+        metrics["learned_only_lane_frechet"] = frechet_distance(lane_stats(crop_grown(learned)), ref_stats)
     return metrics
 
 

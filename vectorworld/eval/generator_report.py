@@ -37,7 +37,7 @@ COLUMNS = ("tiles", "tile_ms_p50", "tile_ms_p95", "tile_cpu_ms_p50", "tile_cpu_m
            "raw_epd_m_mean", "raw_epd_m_p95", "epd_m_mean",
            "epd_m_p95", "dangling_rate", "init_overlap_rate", "offlane_rate", "agents_per_tile",
            "jsd_nn_dist_m", "jsd_lateral_m", "jsd_heading_rad", "jsd_length_m", "jsd_width_m",
-           "jsd_speed_mps", "lane_frechet", "lanes_mean", "reference_lanes_mean",
+           "jsd_speed_mps", "lane_frechet", "lane_frechet_sd", "lanes_mean", "reference_lanes_mean",
            "lane_length_m_mean", "reference_lane_length_m_mean", "curvature_mean", "reference_curvature_mean",
            "degree_mean", "reference_degree_mean", "components_mean", "reference_components_mean",
            "straight_lane_share", "reference_straight_lane_share",
