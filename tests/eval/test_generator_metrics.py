@@ -8,6 +8,7 @@ import pytest
 import tests.straight_world  # noqa: F401  (registers "test-straight")
 from vectorworld import geometry
 from vectorworld.eval.generator_metrics import (
+    _CpuTimed,
     convex_intersection_area,
     frechet_distance,
     frechet_spread,
@@ -20,6 +21,7 @@ from vectorworld.eval.generator_metrics import (
     world_metrics,
 )
 from vectorworld.generation import make_generator
+from vectorworld.generation.base import AgentSpawns, TileContent, TileGenerator, TileRequest
 from vectorworld.generation.learned.tile_tensors import TileTensors
 
 
@@ -57,6 +59,28 @@ def test_the_frechet_spread_shrinks_with_more_worlds_and_vanishes_for_identical_
     assert frechet_spread(many, ref) < 0.5 * frechet_spread(few, ref)
     assert frechet_spread([few[0]] * 8, ref) == pytest.approx(0.0, abs=1e-9)  # every draw is the same world set
     assert np.isnan(frechet_spread(few[:1], ref))
+
+
+class _CountingGenerator(TileGenerator):
+    """Answers every request with a new empty tile, its diagnostics the call's number."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.last_diagnostics = 0
+
+    def generate(self, request: TileRequest) -> TileContent:
+        self.last_diagnostics += 1
+        return TileContent(lanes=(), links=(), agents=AgentSpawns.none())
+
+
+def test_each_generated_tile_gets_the_diagnostics_of_its_own_call() -> None:
+    timed = _CpuTimed(_CountingGenerator())
+    first, second = timed.generate(None), timed.generate(None)  # type: ignore[arg-type]
+    assert timed.diagnostics_of(first) == 1 and timed.diagnostics_of(second) == 2  # not the last call's
+    assert timed.diagnostics_of(TileContent(lanes=(), links=(), agents=AgentSpawns.none())) is None
+    timed.forget_calls()
+    assert timed.diagnostics_of(second) is None and len(timed.cpu_ms) == 2
 
 
 def _tile_of(lanes: list[np.ndarray], known: list[bool]) -> TileTensors:

@@ -74,16 +74,23 @@ class TileRecord:
 
 class _CpuTimed(TileGenerator):
     """Delegates to a generator and records the process CPU time (ms) of each ``generate`` call: with a
-    busy machine the wall time of a 2-thread call says more about the neighbours than about the model."""
+    busy machine the wall time of a 2-thread call says more about the neighbours than about the model. It
+    also keeps each call's content with the generator's diagnostics of that call, so that a tile gets its own
+    call's figures when one grow step makes several (:meth:`diagnostics_of`)."""
 
     def __init__(self, inner: TileGenerator) -> None:
         self.inner = inner
         self.name = inner.name
         self.cpu_ms: list[float] = []
+        self.calls: list[tuple[TileContent, object]] = []
+        """(content, diagnostics) of the calls since :meth:`forget_calls`."""
 
-    @property
-    def last_diagnostics(self) -> object:
-        return getattr(self.inner, "last_diagnostics", None)
+    def diagnostics_of(self, content: TileContent) -> object:
+        """The diagnostics of the call that returned ``content`` (this very object), None if none did."""
+        return next((diag for made, diag in reversed(self.calls) if made is content), None)
+
+    def forget_calls(self) -> None:
+        self.calls.clear()
 
     def first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator) -> TileContent:
         return self.inner.first_tile(frame, lane_ids, rng)
@@ -92,6 +99,7 @@ class _CpuTimed(TileGenerator):
         start = time.process_time()
         content = self.inner.generate(request)
         self.cpu_ms.append((time.process_time() - start) * 1e3)
+        self.calls.append((content, getattr(self.inner, "last_diagnostics", None)))
         return content
 
 
@@ -132,11 +140,12 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
             if len(records) >= min(tiles_per_world - 1, left):
                 break
             placed = [r.agents.xy for r in records if len(r.agents)]  # new tiles spawn clear of them
+            generator.forget_calls()
             grown = grow(np.concatenate(placed) if placed else None)
             if grown is None:
                 break
             for made in grown:
-                diag = getattr(generator, "last_diagnostics", None)
+                diag = generator.diagnostics_of(made.content)
                 raw = None if diag is None or made.content.used_fallback else diag.raw_gaps_m
                 stages = getattr(diag, "stage_ms", None) or None
                 records.append(TileRecord(TileFrame(made.tile.center_xy, made.tile.yaw), made.tile.lane_ids,
