@@ -11,10 +11,10 @@ after the first is an outpainting call), then computes on the committed world:
 * ``offlane_rate``: fraction of generated vehicles > 2.5 m from the nearest lane or > 30 deg off it;
 * Jensen-Shannon divergences (base 2, in [0, 1]) of agent nearest-neighbour distance, lateral offset,
   heading offset, length, width and speed against reference tiles, and the Frechet distance of per-tile
-  lane-graph statistics (lanes per tile, lane length, curvature, node degree, connected components) with its
-  spread over bootstrap resamples of the grown worlds (``lane_frechet_sd``), and
-  the mean unsigned curvature (1/m) of generated lanes next to the reference's, and the share of lanes
-  that are straight (``straight_lane_share``, :data:`STRAIGHT_TOLERANCE_M`) next to the reference's;
+  lane-graph statistics (lanes per tile, lane length, curvature, node degree, connected components), its
+  spread over bootstrap resamples of the grown worlds (``lane_frechet_sd``), the mean unsigned curvature
+  (1/m) of generated lanes and the share of them that are straight (``straight_lane_share``,
+  :data:`STRAIGHT_TOLERANCE_M`), each next to the reference's;
 * the same world figures over the tiles the model itself answered (``learned_only_*``, no fallbacks), lane
   Fréchet too (``learned_only_lane_frechet``: the procedural fallback tiles pull the all-tile figure towards
   the procedural generator's, so a generator that falls back more reads better there);
