@@ -55,3 +55,18 @@ def test_pinning_puts_the_lane_exactly_on_its_port() -> None:
     # after the whole decode (features -> control -> pinned -> 20 points) the port gap is exactly 0
     _, lanes = decode_lanes((control / HALF_TILE_M).reshape(4, 8).astype(np.float32), hints)
     assert np.linalg.norm(lanes[1, 0] - out_xy) == 0.0 and np.linalg.norm(lanes[2, -1] - in_xy) == 0.0
+
+
+def test_pieces_are_exact_sub_curves_that_share_their_joints() -> None:
+    from vectorworld.generation.learned.bezier import bernstein, bezier_pieces
+
+    control = np.array([[0.0, 0.0], [10.0, 8.0], [25.0, -6.0], [32.0, 4.0]])
+    pieces = bezier_pieces(control, [0.25, 0.7])
+    assert len(pieces) == 3
+    for piece, (u0, u1) in zip(pieces, [(0.0, 0.25), (0.25, 0.7), (0.7, 1.0)], strict=True):
+        v = np.linspace(0.0, 1.0, 9)
+        np.testing.assert_allclose(bernstein(v) @ piece, bernstein(u0 + v * (u1 - u0)) @ control, atol=1e-9)
+    for a, b in zip(pieces[:-1], pieces[1:], strict=True):
+        np.testing.assert_allclose(a[3], b[0], atol=1e-12)
+        out, into = a[3] - a[2], b[1] - b[0]
+        assert abs(out[0] * into[1] - out[1] * into[0]) < 1e-9 and out @ into > 0.0   # no kink at a cut

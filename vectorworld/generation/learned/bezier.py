@@ -5,6 +5,7 @@ end headings (P1 - P0 along the start, P3 - P2 along the end). A small model lea
 more easily than a 20-point polyline, and a decoded curve is smooth by construction (no wiggles).
 
 * :func:`fit_bezier` fits polylines (ends exact, P1 / P2 by least squares at chord-length parameters);
+* :func:`bezier_pieces` cuts a curve into exact sub-curves;
 * :func:`bezier_points` evaluates control points at ``LANE_POINTS`` uniform parameters (numpy), and
   :func:`bezier_basis` is the same linear map for torch;
 * :func:`pin_to_ports` moves a decoded lane's end onto its port: the end control point onto the port, the
@@ -37,6 +38,21 @@ def bezier_points(control: np.ndarray, points: int = 20) -> np.ndarray:
     """Evaluate control points (..., 4, 2) at ``points`` uniform parameters -> (..., points, 2)."""
     basis = bernstein(np.linspace(0.0, 1.0, points))
     return np.einsum("pk,...kd->...pd", basis, np.asarray(control, np.float64))
+
+
+def bezier_pieces(control: np.ndarray, params: list[float]) -> list[np.ndarray]:
+    """Cut one cubic (4, 2) at the increasing parameters ``params`` in (0, 1): the control points of its
+    len(params) + 1 pieces, each the exact sub-curve (de Casteljau), in order; consecutive pieces share their
+    joint and its tangent direction."""
+    pieces, rest, done = [], np.asarray(control, np.float64), 0.0
+    for u in params:
+        v = (u - done) / (1.0 - done)                   # the cut on the rest, which runs over [done, 1]
+        a = rest[:-1] + v * (rest[1:] - rest[:-1])
+        b = a[:-1] + v * (a[1:] - a[:-1])
+        c = b[0] + v * (b[1] - b[0])
+        pieces.append(np.stack([rest[0], a[0], b[0], c]))
+        rest, done = np.stack([c, b[1], a[2], rest[3]]), u
+    return [*pieces, rest]
 
 
 def fit_bezier(polylines: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from vectorworld.generation.learned.junction_completion import (
     extend_port_lanes,
     junction_connectors,
 )
+from vectorworld.generation.learned.junction_tees import TeeConfig, tee_junctions
 from vectorworld.generation.learned.stitching import check_and_stitch
 from vectorworld.generation.learned.tile_tensors import LANE_POINTS, lane_control_points
 
@@ -103,7 +104,8 @@ def _judge(index: int, slots: np.ndarray, controls: np.ndarray, lanes: np.ndarra
            known: KnownLanes, config: StitchConfig, completion: CompletionConfig | None, checked: int,
            bent: np.ndarray | None = None) -> Choice:
     """One candidate's decoded lanes (slots (n,), controls (n, 4, 2), polylines (n, 20, 2)), completed at its
-    junctions (``completion``), checked and stitched; ``bent``: decoded lanes left out (a second try)."""
+    junctions (``completion``: connectors, port lanes run on to the border, T junctions), checked and stitched;
+    ``bent``: decoded lanes left out (a second try)."""
     if completion is not None:
         live = np.setdiff1d(np.arange(len(lanes)), [] if bent is None else bent)
         connectors = junction_connectors(lanes[live], ports, config, completion)
@@ -114,5 +116,10 @@ def _judge(index: int, slots: np.ndarray, controls: np.ndarray, lanes: np.ndarra
             slots = np.concatenate([slots, np.full(len(connectors), -1)])
             live = np.concatenate([live, np.arange(len(lanes) - len(connectors), len(lanes))])
         controls[live], lanes[live] = extend_port_lanes(controls[live], lanes[live], ports, config, completion)
+        if completion.tees:
+            mask = np.zeros(len(lanes), bool)
+            mask[live] = True
+            controls, lanes, slots = tee_junctions(controls, lanes, slots, mask, ports, config, completion,
+                                                   TeeConfig())
     check, stitched = check_and_stitch(controls, lanes, ports, known, config, bent)
     return Choice(index, slots, controls, lanes, check, checked, stitched)

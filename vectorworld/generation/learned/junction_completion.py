@@ -45,6 +45,8 @@ class CompletionConfig:
     loops between two badly placed ends."""
     handle_share: float = 0.4
     """Handle length / chord (0.4 keeps a right-angle turn close to a circular arc)."""
+    tees: bool = True
+    """Then make T junctions where a side road stops at a road drawn through (junction_tees.py)."""
 
 
 def _headings(lanes: np.ndarray, at_end: bool) -> np.ndarray:
@@ -53,7 +55,15 @@ def _headings(lanes: np.ndarray, at_end: bool) -> np.ndarray:
     return np.stack([np.cos(yaw), np.sin(yaw)], -1)
 
 
-def _drivable(controls: np.ndarray, turn: np.ndarray, config: CompletionConfig) -> np.ndarray:
+def connector(start: np.ndarray, start_heading: np.ndarray, end: np.ndarray, end_heading: np.ndarray,
+              handle_share: float) -> np.ndarray:
+    """Control points (..., 4, 2) of a connector from ``start`` to ``end`` (..., 2) leaving and arriving along
+    the unit headings, its handles ``handle_share`` of the chord."""
+    h = handle_share * np.linalg.norm(end - start, axis=-1)[..., None]
+    return np.stack([start, start + h * start_heading, end - h * end_heading, end], -2)
+
+
+def drivable(controls: np.ndarray, turn: np.ndarray, config: CompletionConfig) -> np.ndarray:
     """(E,) bool: connectors (E, 4, 2) with net heading changes ``turn`` (E,) that lie in the front half of
     the tile, bend nowhere tighter than the radius and turn in all no more than ``turn`` plus the slack."""
     pts = bezier_points(controls, LANE_POINTS)
@@ -106,9 +116,8 @@ def junction_connectors(lanes: np.ndarray, ports: list[FrontierPort], stitch: St
     ok &= e_open[:, None] | s_open[None]
     kind = np.where(straight, 0, np.sign(turn)).astype(int)
     e, s = np.nonzero(ok)
-    h = (config.handle_share * dist[e, s])[:, None]
-    controls = np.stack([e_xy[e], e_xy[e] + h * a[e], s_xy[s] - h * b[s], s_xy[s]], 1)     # (M, 4, 2)
-    good = _drivable(controls, turn[e, s], config)
+    controls = connector(e_xy[e], a[e], s_xy[s], b[s], config.handle_share)                 # (M, 4, 2)
+    good = drivable(controls, turn[e, s], config)
     e, s, controls, k, gap = e[good], s[good], controls[good], kind[e[good], s[good]], dist[e[good], s[good]]
     chosen: set[int] = set()
     for joint, is_open in ((e, e_open), (s, s_open)):   # per open joint and turn: the nearest partner
