@@ -120,6 +120,8 @@ def main() -> None:
                         help="weight of the one-step decode loss (0 = MeanFlow alone)")
     parser.add_argument("--junction-weight", type=float, default=RunConfig.junction_weight,
                         help="weight of the one-step junction loss (m; 0 = off)")
+    parser.add_argument("--straight-weight", type=float, default=RunConfig.straight_weight,
+                        help="weight of the one-step straightness loss (0 = off)")
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--eval-tiles", type=int, default=32)
     parser.add_argument("--checkpoint-minutes", type=float, default=3.0)
@@ -158,6 +160,7 @@ def main() -> None:
                                            target=args.flow_target, pairs=args.flow_pairs),
                        vae_steps=args.vae_steps, dit_steps=args.dit_steps, batch_size=args.batch_size,
                        decode_weight=args.decode_weight, junction_weight=args.junction_weight,
+                       straight_weight=args.straight_weight,
                        dit_lr=args.dit_lr, init_from=str(args.init_from or ""),
                        vae_from=str(args.vae_from or ""), dit_ema=args.dit_ema,
                        seed=args.seed, eval_every=args.eval_every, eval_tiles=args.eval_tiles,

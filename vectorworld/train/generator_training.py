@@ -22,6 +22,7 @@ from vectorworld.generation.learned.outpaint import OutpaintModel
 from vectorworld.generation.learned.tile_tensors import EDGE_LEFT, EDGE_RIGHT
 from vectorworld.generation.learned.vae import TileVAE, VAEConfig, batch_to_torch
 from vectorworld.train.junction_loss import junction_loss
+from vectorworld.train.straight_loss import straight_loss
 
 Tiles = dict[str, np.ndarray]
 Logger = Callable[[int, dict[str, float]], None]
@@ -277,11 +278,12 @@ def _existence_loss(out: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]
 
 
 def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: MeanFlowConfig,
-                uncond_ratio: float = 0.0, decode_weight: float = 0.0, junction_weight: float = 0.0) -> LossFn:
+                uncond_ratio: float = 0.0, decode_weight: float = 0.0, junction_weight: float = 0.0,
+                straight_weight: float = 0.0) -> LossFn:
     """The DiT stage's MeanFlow loss on the frozen VAE's latents of random mini-batches of ``tiles``, plus
-    ``decode_weight`` times the one-step existence loss (:func:`one_step_decode_loss`) and
-    ``junction_weight`` times the junction loss (``junction_loss``) of one-jump samples from t in
-    [``JUNCTION_T_MIN``, 1] (0 = MeanFlow alone)."""
+    ``decode_weight`` times the one-step existence loss (:func:`one_step_decode_loss`), and
+    ``junction_weight`` times the junction loss (``junction_loss``) and ``straight_weight`` times the
+    straightness loss (``straight_loss``) of one-jump samples from t in [``JUNCTION_T_MIN``, 1] (0 = off)."""
     def loss_fn(rng: np.random.Generator, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
         batch = sample_batch(tiles, config.batch_size, rng, config.device, uncond_ratio,
                              model.dit.config.border_hints)
@@ -297,10 +299,12 @@ def dit_loss_fn(model: OutpaintModel, tiles: Tiles, config: TrainConfig, flow: M
         if decode_weight > 0.0:
             decoded, decoded_parts = _existence_loss(one_step_sample(model, fn, x, cond, gen), batch)
             loss, parts = loss + decode_weight * decoded, {**parts, **decoded_parts}
-        if junction_weight > 0.0:
+        if junction_weight > 0.0 or straight_weight > 0.0:
             out = one_step_sample(model, fn, x, cond, gen, t_min=JUNCTION_T_MIN)
-            joined, joined_parts = junction_loss(out["lane_feat"], out["lane_logit"], batch)
-            loss, parts = loss + junction_weight * joined, {**parts, **joined_parts}
+            for weight, judge in ((junction_weight, junction_loss), (straight_weight, straight_loss)):
+                if weight > 0.0:
+                    term, term_parts = judge(out["lane_feat"], out["lane_logit"], batch)
+                    loss, parts = loss + weight * term, {**parts, **term_parts}
         return loss, parts
     return loss_fn
 

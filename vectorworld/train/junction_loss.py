@@ -62,6 +62,17 @@ def junction_distances(control: torch.Tensor, exists: torch.Tensor, known_contro
     return torch.stack(out, -1)
 
 
+def count_loss(lane_logit: torch.Tensor, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Huber (1 lane) of the batch-mean difference between the expected number of decoded frontier lanes (sum
+    of the existence probabilities of ``lane_logit`` (B, L)) and the tiles', and that difference: a data-space
+    term on existing lanes must not change how many there are."""
+    free = ~batch["lane_cond"]
+    expected = (torch.sigmoid(lane_logit) * free).sum(1)
+    target = (batch["lane_valid"] & free).sum(1).to(lane_logit.dtype)
+    bias = (expected - target).mean()
+    return F.huber_loss(bias, torch.zeros_like(bias), delta=1.0), bias
+
+
 def junction_loss(lane_feat: torch.Tensor, lane_logit: torch.Tensor, batch: dict[str, torch.Tensor],
                   tau_m: float = 0.5, margin_m: float = 0.5, huber_m: float = 1.0, min_chord_m: float = 3.0,
                   count_weight: float = 10.0, hint_weight: float = 1.0) -> tuple[torch.Tensor, dict[str, float]]:
@@ -100,10 +111,7 @@ def junction_loss(lane_feat: torch.Tensor, lane_logit: torch.Tensor, batch: dict
     chord = (control[:, :, CONTROL_POINTS - 1] - control[:, :, 0]).norm(dim=-1)
     lanes = exists.to(d.dtype)
     short = (F.relu(min_chord_m - chord) * lanes).sum() / lanes.sum().clamp(min=1.0)
-    expected = (torch.sigmoid(lane_logit) * free).sum(1)
-    target = (batch["lane_valid"] & free).sum(1).to(d.dtype)
-    bias = (expected - target).mean()
-    count_err = F.huber_loss(bias, torch.zeros_like(bias), delta=1.0)
+    count_err, bias = count_loss(lane_logit, batch)
     total = junction + short + count_weight * count_err
     parts = {"junction_m": float((d.detach() * ends).sum() / count), "short_m": float(short.detach()),
              "count_bias": float(bias.detach())}
