@@ -75,3 +75,29 @@ def test_a_lane_meeting_the_road_at_a_shallow_angle_or_out_of_reach_is_left_alon
         out = tee_junctions(c, bezier_points(c, LANE_POINTS), np.arange(4), np.ones(4, bool), PORTS,
                             StitchConfig(), CompletionConfig(), config)
         np.testing.assert_array_equal(out[0], c)
+
+
+def test_a_candidate_the_tees_would_leave_invalid_is_judged_without_them(monkeypatch) -> None:
+    import vectorworld.generation.learned.candidates as candidates
+
+    lanes = np.stack([np.linspace((0.0, -1.75), (32.0, -1.75), LANE_POINTS),
+                      np.linspace((32.0, 1.75), (0.0, 1.75), LANE_POINTS)])     # a valid two-way road
+    controls = np.stack([_straight((0, -1.75), (32, -1.75)), _straight((32, 1.75), (0, 1.75))])
+    feat = np.zeros((1, 3, 8))
+    feat[0, :2] = controls.reshape(2, 8) / 32.0
+    prob, frontier = np.array([[1.0, 1.0, 0.0]]), np.array([True, True, True])
+    def spoiling_tees(c: np.ndarray, lane: np.ndarray, s: np.ndarray, *args: object) -> tuple:
+        c2 = np.array(c, copy=True)
+        c2[0, :, 1] -= 6.0                                     # the road's first lane moved off its port
+        return c2, bezier_points(c2, LANE_POINTS), s
+
+    def choose() -> object:
+        return candidates.choose_candidate(feat, prob, np.zeros((3, 6), np.float32), frontier, PORTS, EMPTY,
+                                           StitchConfig(), completion=CompletionConfig())
+
+    assert check_candidate(lanes, PORTS, EMPTY, StitchConfig()).valid
+    monkeypatch.setattr(candidates, "tee_junctions", spoiling_tees)
+    spoilt = choose()
+    assert spoilt.valid and spoilt.slots.tolist() == [0, 1]
+    np.testing.assert_allclose(spoilt.lanes[0, 0], [0.0, -1.75], atol=1e-6)   # judged as drawn
+

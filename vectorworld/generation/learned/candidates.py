@@ -116,10 +116,13 @@ def _judge(index: int, slots: np.ndarray, controls: np.ndarray, lanes: np.ndarra
             slots = np.concatenate([slots, np.full(len(connectors), -1)])
             live = np.concatenate([live, np.arange(len(lanes) - len(connectors), len(lanes))])
         controls[live], lanes[live] = extend_port_lanes(controls[live], lanes[live], ports, config, completion)
-        if completion.tees:
+        if completion.tees:   # T junctions where the candidate stays valid with them (else it goes without)
             mask = np.zeros(len(lanes), bool)
             mask[live] = True
-            controls, lanes, slots = tee_junctions(controls, lanes, slots, mask, ports, config, completion,
-                                                   TeeConfig())
+            teed = tee_junctions(controls, lanes, slots, mask, ports, config, completion, TeeConfig())
+            if teed[0] is not controls:
+                check, stitched = check_and_stitch(teed[0], teed[1], ports, known, config, bent)
+                if check.valid:
+                    return Choice(index, teed[2], teed[0], teed[1], check, checked, stitched)
     check, stitched = check_and_stitch(controls, lanes, ports, known, config, bent)
     return Choice(index, slots, controls, lanes, check, checked, stitched)
