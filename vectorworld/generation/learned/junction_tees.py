@@ -55,13 +55,9 @@ class _Turn:
     arc_m: float
 
 
-def _arcs(lane: np.ndarray) -> np.ndarray:
-    return geometry.polyline_lengths(lane)
-
-
 def _param_at(lane: np.ndarray, arc_m: float) -> float:
     """The Bézier parameter of arc length ``arc_m`` along a polyline sampled at uniform parameters."""
-    return float(np.interp(arc_m, _arcs(lane), np.linspace(0.0, 1.0, len(lane))))
+    return float(np.interp(arc_m, geometry.polyline_lengths(lane), np.linspace(0.0, 1.0, len(lane))))
 
 
 def _ray_hits(origin: np.ndarray, direction: np.ndarray, lanes: np.ndarray, skip: int, config: TeeConfig
@@ -77,7 +73,7 @@ def _ray_hits(origin: np.ndarray, direction: np.ndarray, lanes: np.ndarray, skip
     out = []
     for k in np.flatnonzero(hit.any(1)):
         seg = int(np.flatnonzero(hit[k])[np.argmin(t[k][hit[k]])])
-        arcs = _arcs(lanes[k])
+        arcs = geometry.polyline_lengths(lanes[k])
         arc = float(arcs[seg] + u[k, seg] * (arcs[seg + 1] - arcs[seg]))
         if config.min_piece_m <= arc <= arcs[-1] - config.min_piece_m:
             out.append((float(t[k, seg]) * config.reach_m, int(k), arc))
@@ -101,31 +97,30 @@ def _plan_turns(lanes: np.ndarray, live: np.ndarray, ports: list[FrontierPort], 
             if not hits:
                 continue
             move = hits[0][0] - config.stop_m
-            if move < 0.0 and _arcs(lanes[rows[k]])[-1] + move < config.min_piece_m:
+            if move < 0.0 and geometry.polyline_lengths(lanes[rows[k]])[-1] + move < config.min_piece_m:
                 continue                                     # too short to pull back to the stop line
             shift[(int(rows[k]), into_road)] = move
             seen: set[int] = set()
-            for dist, road, arc in hits:
-                heading = _heading_at(lanes[rows[road]], arc)
+            for dist, hit, arc in hits:
+                road = lanes[rows[hit]]
+                heading = _heading_at(road, arc)
                 side = int(np.sign(out_dir[0] * heading[1] - out_dir[1] * heading[0]))
                 if side in seen:
                     continue                                 # per joint and turn side: the nearest road lane
                 seen.add(side)
                 # a turn of about the distance as radius; shorter where the road lane ends sooner
-                length = _arcs(lanes[rows[road]])[-1]
-                radius = min(dist - move, length - config.min_piece_m - arc if into_road
-                             else arc - config.min_piece_m)
+                radius = min(dist - move, geometry.polyline_lengths(road)[-1] - config.min_piece_m - arc
+                             if into_road else arc - config.min_piece_m)
                 if radius > 0.0:
-                    turns.append(_Turn(int(rows[k]), into_road, int(rows[road]),
+                    turns.append(_Turn(int(rows[k]), into_road, int(rows[hit]),
                                        arc + radius if into_road else arc - radius))
     return turns, shift
 
 
 def _heading_at(lane: np.ndarray, arc_m: float) -> np.ndarray:
-    arcs = _arcs(lane)
-    seg = int(np.clip(np.searchsorted(arcs, arc_m) - 1, 0, len(lane) - 2))
-    d = lane[seg + 1] - lane[seg]
-    return d / max(float(np.linalg.norm(d)), 1e-9)
+    """Unit direction of travel of a polyline at arc length ``arc_m``."""
+    seg = int(np.clip(np.searchsorted(geometry.polyline_lengths(lane), arc_m) - 1, 0, len(lane) - 2))
+    return _unit(lane[seg + 1] - lane[seg])
 
 
 def _cuts(length_m: float, arcs: list[float], config: TeeConfig) -> list[float]:
@@ -150,7 +145,7 @@ def _moved(control: np.ndarray, at_end: bool, move: float) -> np.ndarray:
     (straight on, > 0) or back into it (trimmed to the exact sub-curve, < 0)."""
     if move < 0.0:
         lane = bezier_points(control, LANE_POINTS)
-        u = _param_at(lane, _arcs(lane)[-1] + move if at_end else -move)
+        u = _param_at(lane, geometry.polyline_lengths(lane)[-1] + move if at_end else -move)
         return bezier_pieces(control, [u])[0 if at_end else 1]
     out = np.array(control, np.float64, copy=True)
     end, inner = (3, 2) if at_end else (0, 1)
@@ -177,17 +172,15 @@ def tee_junctions(controls: np.ndarray, lanes: np.ndarray, slots: np.ndarray, li
     turns = [t for t in turns if t.joint not in roads]     # a lane that is cut stays where it was drawn
     if not turns:
         return controls, lanes, slots
-    cuts = {road: [_param_at(lanes[road], a) for a in
-                   _cuts(_arcs(lanes[road])[-1], [t.arc_m for t in turns if t.road == road], config)]
-            for road in roads}
+    cuts = {road: _cuts(geometry.polyline_lengths(lanes[road])[-1], [t.arc_m for t in turns if t.road == road],
+                        config) for road in roads}
     made: list[tuple[_Turn, int, np.ndarray]] = []
     for turn in turns:
-        params = cuts[turn.road]
-        arcs = np.interp(params, np.linspace(0.0, 1.0, LANE_POINTS), _arcs(lanes[turn.road]))
-        c = int(np.argmin(np.abs(arcs - turn.arc_m))) if len(params) else -1
+        arcs = np.array(cuts[turn.road])
+        c = int(np.argmin(np.abs(arcs - turn.arc_m))) if len(arcs) else -1
         if c < 0 or abs(arcs[c] - turn.arc_m) >= config.min_piece_m:
             continue
-        node_piece = bezier_pieces(controls[turn.road], [params[c]])[1]
+        node_piece = bezier_pieces(controls[turn.road], [_param_at(lanes[turn.road], arcs[c])])[1]
         node, node_heading = node_piece[0], _unit(node_piece[1] - node_piece[0])
         lane = bezier_points(_moved(controls[turn.joint], turn.into_road, shift[(turn.joint, turn.into_road)]),
                              LANE_POINTS)
@@ -201,12 +194,12 @@ def tee_junctions(controls: np.ndarray, lanes: np.ndarray, slots: np.ndarray, li
     if not made:
         return controls, lanes, slots
     out = np.array(controls, np.float64, copy=True)
-    for joint, into_road in {(t.joint, t.into_road) for t, _, _ in made}:
+    for joint, into_road in sorted({(t.joint, t.into_road) for t, _, _ in made}):
         out[joint] = _moved(out[joint], into_road, shift[(joint, into_road)])
     extra = []
     for road in sorted({t.road for t, _, _ in made}):
         used = sorted({c for t, c, _ in made if t.road == road})
-        pieces = bezier_pieces(controls[road], [cuts[road][c] for c in used])
+        pieces = bezier_pieces(controls[road], [_param_at(lanes[road], cuts[road][c]) for c in used])
         out[road] = pieces[0]
         extra.extend(pieces[1:])
     extra.extend(control for _, _, control in made)
