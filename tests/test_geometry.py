@@ -80,3 +80,11 @@ def test_segment_crossing_gives_both_parameters_and_flags_parallel_segments():
     _, _, parallel = geometry.segment_crossing(np.array([0.0, 0.0]), np.array([4.0, 0.0]),
                                                np.array([0.0, 1.0]), np.array([2.0, 0.0]))
     assert float(parallel) == 0.0
+
+
+def test_chord_offsets_is_the_largest_distance_from_the_chord():
+    x = np.linspace(0.0, 20.0, 21)
+    bow = np.stack([x, 0.5 * (1.0 - (x / 10.0 - 1.0) ** 2)], -1)          # 0.5 m off its chord at x = 10
+    line = np.stack([x, 0.3 * x], -1)
+    rotated = geometry.to_global(bow, np.array([3.0, -2.0]), 0.7)
+    assert np.allclose(geometry.chord_offsets(np.stack([bow, line, rotated])), [0.5, 0.0, 0.5])

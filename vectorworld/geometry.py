@@ -59,6 +59,13 @@ def polyline_lengths(points: Array) -> Array:
     return np.concatenate([np.zeros(seg.shape[:-1] + (1,)), np.cumsum(seg, axis=-1)], axis=-1)
 
 
+def chord_offsets(points: Array) -> Array:
+    """Largest distance (...) of polylines (..., N, 2) from their chords, the lines through their end points."""
+    chord = points[..., -1, :] - points[..., 0, :]
+    normal = np.stack([-chord[..., 1], chord[..., 0]], -1) / np.maximum(np.linalg.norm(chord, axis=-1), 1e-9)[..., None]
+    return np.abs(((points - points[..., :1, :]) * normal[..., None, :]).sum(-1)).max(-1)
+
+
 def polyline_headings(points: Array) -> Array:
     """Heading (N,) of a polyline (N, 2) at each vertex (central differences, one-sided at ends)."""
     d = np.gradient(points, axis=0) if len(points) > 2 else np.repeat(np.diff(points, axis=0), 2, 0)

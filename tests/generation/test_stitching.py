@@ -344,3 +344,22 @@ def test_a_lane_ending_beside_the_start_of_one_the_other_way_is_pinched_off() ->
     spur = geometry.resample_polyline(np.array([[32.0, 1.5], [26.0, 1.5], [22.0, 10.0], [20.0, 20.0]]), 20)  # no port
     check = check_candidate(np.stack([spur, east, apart]), ports, known, config)
     assert check.pruned["pinched"] == 1 and check.keep.tolist() == [1, 2] and check.valid
+
+
+def test_a_lane_near_its_chord_is_stitched_straight_and_a_curve_keeps_its_shape() -> None:
+    """Out of port 0 a lane with a 0.3 m S-bend runs to the border along the port's heading: stitched exactly
+    straight (``straight_m``), and with the rule off it keeps its bend. Out of port 1 a lane that curves 3 m
+    away from its chord is a curve, not a wiggle: it keeps its shape."""
+    wiggle = np.array([[0.0, 0.0], [10.0, 0.7], [20.0, -0.7], [31.0, 0.0]])
+    curve = np.array([[0.0, 3.5], [12.0, 3.5], [22.0, 8.0], [31.0, 14.0]])
+    controls = np.stack([wiggle, curve])
+    assert 0.2 < geometry.chord_offsets(bezier_points(wiggle[None]))[0] < 1.0
+    assert geometry.chord_offsets(bezier_points(curve[None]))[0] > 2.0
+    check = check_candidate(bezier_points(controls), PORTS, KNOWN, StitchConfig())
+    assert check.valid and check.port_links == [(0, 0), (1, 1)]
+    out = stitch(controls, check, PORTS, StitchConfig())
+    assert np.abs(out[0][:, 1]).max() < 1e-9 and abs(out[0][-1, 0] - 32.0) < 1e-6
+    assert geometry.chord_offsets(out[1]) > 2.0
+    bent = stitch(controls, check, PORTS, StitchConfig(straight_m=0.0))
+    assert np.abs(bent[0][:, 1]).max() > 0.2
+    assert np.allclose(bent[1], out[1])

@@ -239,10 +239,7 @@ def straight_lanes(tile: TileTensors) -> np.ndarray:
     """(n,) bool over the front-half lanes of a cropped tile (the lanes :func:`tile_lane_stats` counts): the
     lane lies within :data:`STRAIGHT_TOLERANCE_M` of its chord."""
     pts = tile.lane_points[tile.lane_valid & ~tile.lane_cond].astype(np.float64)
-    chord = pts[:, -1] - pts[:, 0]
-    normal = np.stack([-chord[:, 1], chord[:, 0]], -1) / np.maximum(np.linalg.norm(chord, axis=-1), 1e-9)[:, None]
-    offset = np.abs(np.einsum("npd,nd->np", pts - pts[:, :1], normal))
-    return offset.max(-1, initial=0.0) <= STRAIGHT_TOLERANCE_M
+    return geometry.chord_offsets(pts) <= STRAIGHT_TOLERANCE_M
 
 
 def straight_lane_share(tiles: list[TileTensors]) -> float:

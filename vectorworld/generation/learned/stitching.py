@@ -14,7 +14,9 @@ continue) and the known lanes:
 Stitching works on the winner's Bézier control points: each lane end moves with its handle exactly onto its
 joint node (a port, a shared junction point, the border), so the rest of the lane keeps its shape and the
 continuity gap at a link is exactly zero (up to float rounding), and the handles at a node are set along one
-heading (the port's, else the mean of the lanes meeting there): no kink across a link, no hook into it.
+heading (the port's, else the mean of the lanes meeting there): no kink across a link, no hook into it. A
+lane that lies near its chord (:attr:`StitchConfig.straight_m`) is stitched straight: its chord gives the heading of its
+ends, so the slight S-bends of one-step samples do not reach the world.
 """
 
 from __future__ import annotations
@@ -263,9 +265,10 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
     Every end moves (with its handle) onto its node: the port, the mean of the lane ends that meet there, or
     the border along its heading. Each node then gets one heading (the port's, else the mean of its lanes'
     headings there) and every handle next to it is set along it, so the heading is continuous across every
-    link and no lane hooks into a joint. Returns the stitched polylines (``LANE_POINTS`` each), one per entry
-    of ``check.keep``: starts of out-port lanes equal the port xy exactly, ends of in-port lanes too, and
-    successor pairs share one end point.
+    link and no lane hooks into a joint. A lane within ``config.straight_m`` of its chord takes the chord as
+    its tangent at both ends (its node's heading where no port sets one): straight where its joints agree.
+    Returns the stitched polylines (``LANE_POINTS`` each), one per entry of ``check.keep``: starts of out-port
+    lanes equal the port xy exactly, ends of in-port lanes too, and successor pairs share one end point.
     """
     kept = np.array(controls[check.keep], np.float64).reshape(-1, 4, 2)
     n = len(kept)
@@ -290,10 +293,14 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
     out = kept.copy()
     # Every end's tangent, and whether a free end reaches the border along the polyline's end heading (the
     # filter's verdict, so an end it let pass always reaches the border) or along its tangent: node 2i + a.
-    tangents = [_tangent(kept[node // 2], bool(node % 2), config) for node in range(2 * n)]
+    # A lane near its chord (config.straight_m) is stitched straight: the chord is the heading of both its ends.
+    polylines = bezier_points(kept, LANE_POINTS)
+    straight = geometry.chord_offsets(polylines) <= config.straight_m
+    chord = (kept[:, 3] - kept[:, 0]) / np.maximum(np.linalg.norm(kept[:, 3] - kept[:, 0], axis=-1), 1e-9)[:, None]
+    tangents = [chord[node // 2] if straight[node // 2] else _tangent(kept[node // 2], bool(node % 2), config)
+                for node in range(2 * n)]
     end_xy = kept[:, [0, 3]].reshape(-1, 2)
     back = np.tile([np.pi, 0.0], n)
-    polylines = bezier_points(kept, LANE_POINTS)
     seen = np.stack([end_yaws(polylines, False), end_yaws(polylines, True)], 1).reshape(-1) + back
     unit = np.array(tangents).reshape(-1, 2)
     tangent_yaw = np.arctan2(unit[:, 1], unit[:, 0]) + back
