@@ -380,6 +380,33 @@ def test_spawns_that_would_meet_at_a_junction_are_not_both_placed() -> None:
     np.testing.assert_allclose(request.frame.to_local(agents.xy)[0], [10.0, 0.0], atol=0.5)
 
 
+class _CurbCarModel(_ScriptedModel):
+    """:class:`_ScriptedModel` with a third car parked at the curb, 2.4 m right of the first lane behind the
+    moving car, decoded rolling at 0.3 m/s (under the spawn filter's 0.5 m/s for standing)."""
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        decoded["agent_feat"][:, 2, :7] = torch.tensor([4.0 / 32, -2.4 / 32, 0.03, 1.0, 0.0, 0.1, 0.0])
+        decoded["agent_feat"][:, 2, 7] = 5.0
+        decoded["agent_feat"][:, 2, 11:] = torch.linspace(-0.5, 0.0, 12)
+        decoded["agent_logit"][:, 2] = 10.0
+        return decoded, z
+
+
+def test_a_car_parked_at_the_curb_stands_and_a_car_on_its_lane_drives() -> None:
+    """A parked car gets no lane, so no route, and an NPC policy would drive it if it rolled: it spawns at rest
+    with no motion, while the car in traffic keeps its decoded speed and motion."""
+    gen = LearnedTileGenerator(model=_CurbCarModel(), candidates=2, fallback="test-straight", frozen_graph=False)
+    request = two_lane_request()
+    agents = gen.generate(request).agents
+    assert len(agents) == 2
+    curb = int(np.argmin(agents.lane_id))
+    assert agents.lane_id[curb] == -1 and agents.lane_id[1 - curb] >= 0
+    np.testing.assert_allclose(request.frame.to_local(agents.xy)[curb], [4.0, -2.4], atol=0.15)
+    assert agents.speed[curb] == 0.0 and not agents.motion_code[curb].any()
+    assert agents.speed[1 - curb] == pytest.approx(8.0, abs=1e-4) and agents.motion_code[1 - curb].any()
+
+
 class _OneLaneModel(_ScriptedModel):
     """:class:`_ScriptedModel` that draws only the first port's lane, straight to the border."""
 

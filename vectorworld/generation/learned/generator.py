@@ -41,6 +41,7 @@ from vectorworld.generation.learned.lane_rules import lanes_reference
 from vectorworld.generation.learned.port_merge import merge_ports
 from vectorworld.generation.learned.road_plan import RoadPlans, context_key
 from vectorworld.generation.learned.spawn_filter import (
+    VEHICLE,
     SpawnFilterConfig,
     clear_paths,
     filter_spawns,
@@ -571,9 +572,13 @@ class LearnedTileGenerator(TileGenerator):
         existing = request.frame.to_local(np.asarray(request.existing_agents_xy, np.float64).reshape(-1, 2))
         keep, lane, pose = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
         state, types, motion, lane, pose = state[keep], types[keep], motion[keep], lane[keep], pose[keep]
-        speed = follow_speeds(pose, state[:, 2], state[:, 5], lane, lanes_local, successors)
+        # A car parked at the curb gets no lane, so no route: it stands. (An NPC policy drives an unrouted car
+        # that rolls, off the road: one decoded at 0.18 m/s stopped head-on before the ego for good.)
+        parked = (types == VEHICLE) & (lane < 0)
+        speed = np.where(parked, 0.0, follow_speeds(pose, state[:, 2], state[:, 5], lane, lanes_local, successors))
         clear = clear_paths(pose, speed, state[:, 5], state[:, 6])
-        state, types, motion, lane, pose, speed = (a[clear] for a in (state, types, motion, lane, pose, speed))
+        state, types, motion, lane, pose, speed, parked = (a[clear] for a in (state, types, motion, lane, pose,
+                                                                              speed, parked))
         yaw = geometry.wrap_angle(pose[:, 2] + request.frame.yaw)
         piece = [split.piece_at(k, geometry.project_to_polyline(xy[None], lanes_local[k])[0][0]) if k >= 0 else -1
                  for k, xy in zip(lane.tolist(), pose[:, :2], strict=True)]
@@ -581,5 +586,5 @@ class LearnedTileGenerator(TileGenerator):
             xy=request.frame.to_global(pose[:, :2]), yaw=yaw, speed=speed,
             length=state[:, 5].astype(np.float64), width=state[:, 6].astype(np.float64),
             agent_type=_AGENT_TYPES[types], lane_id=np.array([ids[k] if k >= 0 else -1 for k in piece], np.int64),
-            motion_code=np.where(state[:, 2:3, None] < 0.2, 0.0, motion).astype(np.float64))
+            motion_code=np.where(((state[:, 2] < 0.2) | parked)[:, None, None], 0.0, motion).astype(np.float64))
         return spawns, int(exist.sum())
