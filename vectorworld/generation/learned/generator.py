@@ -573,7 +573,7 @@ class LearnedTileGenerator(TileGenerator):
         keep, lane, pose = filter_spawns(state, types, lanes_local, existing, self.spawn_config)
         state, types, motion, lane, pose = state[keep], types[keep], motion[keep], lane[keep], pose[keep]
         # A car parked at the curb gets no lane, so no route: it stands. (An NPC policy drives an unrouted car
-        # that rolls, off the road: one decoded at 0.18 m/s stopped head-on before the ego for good.)
+        # that rolls, off the road: one rolling at 0.18 m/s stopped head-on before the ego for good.)
         parked = (types == VEHICLE) & (lane < 0)
         speed = np.where(parked, 0.0, follow_speeds(pose, state[:, 2], state[:, 5], lane, lanes_local, successors))
         clear = clear_paths(pose, speed, state[:, 5], state[:, 6])
