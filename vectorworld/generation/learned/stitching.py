@@ -296,7 +296,8 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
     # A lane near its chord (config.straight_m) is stitched straight: the chord is the heading of both its ends.
     polylines = bezier_points(kept, LANE_POINTS)
     straight = geometry.chord_offsets(polylines) <= config.straight_m
-    chord = (kept[:, 3] - kept[:, 0]) / np.maximum(np.linalg.norm(kept[:, 3] - kept[:, 0], axis=-1), 1e-9)[:, None]
+    chord = kept[:, 3] - kept[:, 0]
+    chord /= np.maximum(np.linalg.norm(chord, axis=-1, keepdims=True), 1e-9)
     tangents = [chord[node // 2] if straight[node // 2] else _tangent(kept[node // 2], bool(node % 2), config)
                 for node in range(2 * n)]
     end_xy = kept[:, [0, 3]].reshape(-1, 2)
