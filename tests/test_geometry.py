@@ -88,3 +88,15 @@ def test_chord_offsets_is_the_largest_distance_from_the_chord():
     line = np.stack([x, 0.3 * x], -1)
     rotated = geometry.to_global(bow, np.array([3.0, -2.0]), 0.7)
     assert np.allclose(geometry.chord_offsets(np.stack([bow, line, rotated])), [0.5, 0.0, 0.5])
+
+
+def test_norms_and_polyline_lengths_give_numpys_values_exactly():
+    """The per-coordinate helpers replace numpy's reductions over a last axis of 2 on the filter's hot paths;
+    they must return the very same floats (the learned generator's tiles may not change by a bit)."""
+    v = np.random.default_rng(0).normal(size=(7, 5, 2)) * 30.0
+    assert np.array_equal(geometry.norms(v), np.linalg.norm(v, axis=-1))
+    assert np.array_equal(geometry.sq_norms(v), (v ** 2).sum(-1))
+    expected = np.concatenate([np.zeros((7, 1)), np.cumsum(np.linalg.norm(np.diff(v, axis=-2), axis=-1), -1)], -1)
+    assert np.array_equal(geometry.polyline_lengths(v), expected)
+    assert np.array_equal(geometry.polyline_lengths(v[0]), expected[0])
+    assert geometry.polyline_lengths([[0.0, 0.0], [3.0, 4.0]]).tolist() == [0.0, 5.0]

@@ -25,6 +25,17 @@ def pair(x: Array, y: Array) -> Array:
     return out
 
 
+def sq_norms(v: Array) -> Array:
+    """Squared lengths (...) of vectors (..., 2): ``(v ** 2).sum(-1)``'s values, per coordinate (a numpy
+    reduction over a last axis of 2 runs one slow inner loop per vector)."""
+    return v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1]
+
+
+def norms(v: Array) -> Array:
+    """Lengths (...) of vectors (..., 2): ``np.linalg.norm(v, axis=-1)``'s values, per coordinate."""
+    return np.sqrt(sq_norms(v))
+
+
 def wrap_angle(angle: Array | float) -> Array:
     """Wrap angles (rad) to (-pi, pi]."""
     wrapped = np.mod(np.asarray(angle, dtype=np.float64) + np.pi, 2.0 * np.pi) - np.pi
@@ -54,9 +65,11 @@ def to_global(points: Array, origin_xy: Array, origin_yaw: Array | float) -> Arr
 
 def polyline_lengths(points: Array) -> Array:
     """Cumulative arc length (..., N) of polylines (..., N, 2), starting at 0."""
-    d = np.diff(points, axis=-2)
-    seg = np.sqrt((d * d).sum(-1))  # np.linalg.norm's arithmetic, without its dispatch
-    return np.concatenate([np.zeros(seg.shape[:-1] + (1,)), np.cumsum(seg, axis=-1)], axis=-1)
+    points = np.asarray(points)
+    seg = norms(points[..., 1:, :] - points[..., :-1, :])
+    out = np.zeros(seg.shape[:-1] + (seg.shape[-1] + 1,))
+    np.cumsum(seg, axis=-1, out=out[..., 1:])
+    return out
 
 
 def chord_offsets(points: Array) -> Array:
@@ -129,7 +142,7 @@ def point_segment_distance(points: Array, a: Array, b: Array) -> Array:
     ab = b - a
     t = np.sum((points[:, None] - a[None]) * ab[None], -1) / np.maximum(np.sum(ab * ab, -1), 1e-12)[None]
     closest = a[None] + np.clip(t, 0.0, 1.0)[..., None] * ab[None]
-    return np.linalg.norm(points[:, None] - closest, axis=-1)
+    return norms(points[:, None] - closest)
 
 
 def segment_crossing(p: Array, r: Array, q: Array, s: Array) -> tuple[Array, Array, Array]:
@@ -162,9 +175,9 @@ def boxes_overlap(corners_a: Array, corners_b: Array) -> Array:
     for corners in (ca, cb):
         for i in range(2):
             edge = corners[..., i + 1, :] - corners[..., i, :]
-            axis = pair(-edge[..., 1], edge[..., 0])[..., None, :]
-            pa = np.sum(ca * axis, -1)
-            pb = np.sum(cb * axis, -1)
+            ax, ay = -edge[..., 1, None], edge[..., 0, None]        # the edge's normal, per corner
+            pa = ca[..., 0] * ax + ca[..., 1] * ay
+            pb = cb[..., 0] * ax + cb[..., 1] * ay
             separated = (pa.max(-1) < pb.min(-1)) | (pb.max(-1) < pa.min(-1))
             overlap &= ~separated
     return overlap
@@ -231,8 +244,7 @@ def curvature(points: Array) -> Array:
     if points.shape[-2] < 3:
         return out
     a, b, c = points[..., :-2, :], points[..., 1:-1, :], points[..., 2:, :]
-    ab, bc, ac = (np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1),
-                  np.linalg.norm(c - a, axis=-1))
+    ab, bc, ac = norms(b - a), norms(c - b), norms(c - a)
     cross = np.abs((b - a)[..., 0] * (c - a)[..., 1] - (b - a)[..., 1] * (c - a)[..., 0])
     out[..., 1:-1] = 2.0 * cross / np.maximum(ab * bc * ac, 1e-9)
     return out

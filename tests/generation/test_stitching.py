@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+import pytest
 
 from vectorworld import geometry
 from vectorworld.generation.learned.bezier import bezier_points, fit_bezier
 from vectorworld.generation.learned.filter_config import CandidateCheck, FrontierPort, StitchConfig
-from vectorworld.generation.learned.lane_rules import crossing_lanes, dense_reference, hooked_lanes, kinked_lanes
-from vectorworld.generation.learned.stitching import at_border, check_and_stitch, check_candidate, stitch
+from vectorworld.generation.learned.lane_rules import (
+    crossing_lanes,
+    dense_reference,
+    duplicate_lanes,
+    hooked_lanes,
+    kinked_lanes,
+)
+from vectorworld.generation.learned.stitching import (
+    EndLinks,
+    at_border,
+    check_and_stitch,
+    check_candidate,
+    open_ends,
+    stitch,
+)
 
 
 def _line(a: tuple[float, float], b: tuple[float, float], n: int = 20) -> np.ndarray:
@@ -363,3 +379,43 @@ def test_a_lane_near_its_chord_is_stitched_straight_and_a_curve_keeps_its_shape(
     bent = stitch(controls, check, PORTS, StitchConfig(straight_m=0.0))
     assert np.abs(bent[0][:, 1]).max() > 0.2
     assert np.allclose(bent[1], out[1])
+
+
+@pytest.mark.parametrize("lane, dropped", [
+    (((0.0, 10.0), (30.0, 10.0)), True),            # 1.0 m beside it, same way, all along: a duplicate
+    (((0.0, 10.5), (30.0, 10.5)), False),           # 1.5 m beside it: a neighbour lane
+    (((30.0, 10.0), (0.0, 10.0)), True),            # 1.0 m beside it the other way: on top of it
+    (((30.0, 10.8), (0.0, 10.8)), True),            # 1.8 m the other way: still within opposed_m
+    (((30.0, 12.5), (0.0, 12.5)), False),           # 3.5 m the other way: a two-way road
+    (((-19.0, 10.0), (11.0, 10.0)), False),         # beside it for a third of its length
+    (((-12.0, 10.0), (18.0, 10.0)), True),          # beside it for 60% of its length
+])
+def test_a_lane_is_a_duplicate_of_an_earlier_one_when_most_of_its_probes_lie_on_it(
+        lane: tuple[tuple[float, float], tuple[float, float]], dropped: bool) -> None:
+    """The later of two new lanes goes when more than half of its probed vertices lie within ``overlap_m`` of
+    the first one heading its way, or within ``opposed_m`` of it heading the other way."""
+    first = _line((0.0, 9.0), (30.0, 9.0))
+    no_known = dense_reference([])
+    drop = duplicate_lanes(np.stack([first, _line(*lane)]), no_known, StitchConfig())
+    assert drop.tolist() == [False, dropped]
+
+
+def test_the_verdict_on_some_of_the_lanes_is_read_off_the_links_of_all() -> None:
+    """Spur pruning judges lane set after lane set from one table of end links: for every subset of a
+    candidate's lanes (a port continued twice, an optional joint two lanes reach, a chain, a spur, debris),
+    the table's verdict is the one measured on those lanes alone."""
+    ports = PORTS + [FrontierPort(-1, np.array([20.0, 0.2]), 0.0, True, required=False),
+                     FrontierPort(-1, np.array([20.0, -0.3]), 0.0, True, required=False)]
+    lanes = np.stack([_line((0.5, 0.0), (31.0, 0.0)), _line((0.3, 3.4), (20.0, 3.6)),
+                      _line((20.4, 3.5), (31.0, 3.5)), _line((0.4, 0.2), (15.0, 8.0)),
+                      _line((20.2, 0.1), (25.0, -9.0)), _line((10.0, 15.0), (16.0, 18.0))])
+    config = StitchConfig()
+    links = EndLinks(lanes, ports, config)
+    for size in range(len(lanes) + 1):
+        for rows in itertools.combinations(range(len(lanes)), size):
+            rows = np.array(rows, int)
+            got, got_starts, got_ends = links.among(rows)
+            alone, starts, ends = open_ends(lanes[rows], ports, config)
+            assert (got.port_links, got.successors, got.dangling, got.unmatched_ports) \
+                == (alone.port_links, alone.successors, alone.dangling, alone.unmatched_ports), rows
+            assert np.array_equal(got_starts, starts) and np.array_equal(got_ends, ends)

@@ -14,6 +14,8 @@ more easily than a 20-point polyline, and a decoded curve is smooth by construct
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 CONTROL_POINTS = 4
@@ -34,10 +36,17 @@ def bezier_basis(points: int) -> np.ndarray:
     return bernstein(np.linspace(0.0, 1.0, points)).astype(np.float32)
 
 
+@functools.cache
+def _uniform_basis(points: int) -> np.ndarray:
+    """(points, 4) float64 basis at ``points`` uniform parameters in [0, 1] (computed once, read-only)."""
+    basis = bernstein(np.linspace(0.0, 1.0, points))
+    basis.flags.writeable = False
+    return basis
+
+
 def bezier_points(control: np.ndarray, points: int = 20) -> np.ndarray:
     """Evaluate control points (..., 4, 2) at ``points`` uniform parameters -> (..., points, 2)."""
-    basis = bernstein(np.linspace(0.0, 1.0, points))
-    return np.einsum("pk,...kd->...pd", basis, np.asarray(control, np.float64))
+    return _uniform_basis(points) @ np.asarray(control, np.float64)
 
 
 def bezier_pieces(control: np.ndarray, params: list[float]) -> list[np.ndarray]:

@@ -59,7 +59,7 @@ def connector(start: np.ndarray, start_heading: np.ndarray, end: np.ndarray, end
               handle_share: float) -> np.ndarray:
     """Control points (..., 4, 2) of a connector from ``start`` to ``end`` (..., 2) leaving and arriving along
     the unit headings, its handles ``handle_share`` of the chord."""
-    h = handle_share * np.linalg.norm(end - start, axis=-1)[..., None]
+    h = handle_share * geometry.norms(end - start)[..., None]
     return np.stack([start, start + h * start_heading, end - h * end_heading, end], -2)
 
 
@@ -104,10 +104,10 @@ def junction_connectors(lanes: np.ndarray, ports: list[FrontierPort], stitch: St
     if not (e_open.any() or s_open.any()):
         return np.zeros((0, 4, 2))
     d = s_xy[None] - e_xy[:, None]                                                   # (E, S, 2)
-    dist = np.linalg.norm(d, axis=-1)
-    along = (d * a[:, None]).sum(-1)
+    dist = geometry.norms(d)
+    along = d[..., 0] * a[:, None, 0] + d[..., 1] * a[:, None, 1]
     across = a[:, None, 0] * d[..., 1] - a[:, None, 1] * d[..., 0]                 # > 0: to the left
-    arrive = (d * b[None]).sum(-1)
+    arrive = d[..., 0] * b[None, :, 0] + d[..., 1] * b[None, :, 1]
     turn = geometry.wrap_angle(np.arctan2(b[:, 1], b[:, 0])[None] - np.arctan2(a[:, 1], a[:, 0])[:, None])
     straight = np.abs(turn) < config.straight_rad
     ok = ((dist >= config.min_gap_m) & (dist <= config.max_gap_m) & (along > 0.0) & (arrive > 0.0)

@@ -70,7 +70,7 @@ def crossing_arcs(lanes: list[np.ndarray], linked: np.ndarray, min_angle_rad: fl
     other = (owner[a] != owner[b]) & ~linked[owner[a], owner[b]]
     a, b = a[other], b[other]
     t, u, denom = geometry.segment_crossing(start[a], step[a], start[b], step[b])
-    length_a, length_b = np.linalg.norm(step[a], axis=-1), np.linalg.norm(step[b], axis=-1)
+    length_a, length_b = geometry.norms(step[a]), geometry.norms(step[b])
     sine = np.abs(denom) / np.maximum(length_a * length_b, 1e-12)
     hit = (t >= 0.0) & (t <= 1.0) & (u >= 0.0) & (u <= 1.0) & (sine >= np.sin(min_angle_rad))
     who = np.concatenate([owner[a[hit]], owner[b[hit]]])

@@ -67,7 +67,7 @@ def _ray_hits(origin: np.ndarray, direction: np.ndarray, lanes: np.ndarray, skip
     ``min_piece_m``; nearest first."""
     start, step = lanes[:, :-1], np.diff(lanes, axis=1)                     # (K, P-1, 2)
     t, u, denom = geometry.segment_crossing(origin, direction * config.reach_m, start, step)
-    sine = np.abs(denom) / np.maximum(config.reach_m * np.linalg.norm(step, axis=-1), 1e-12)
+    sine = np.abs(denom) / np.maximum(config.reach_m * geometry.norms(step), 1e-12)
     hit = (t > 0.0) & (t <= 1.0) & (u >= 0.0) & (u <= 1.0) & (sine >= np.sin(config.min_angle_rad))
     hit[skip] = False
     out = []

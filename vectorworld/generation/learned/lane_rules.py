@@ -27,16 +27,26 @@ _PROBE = slice(1, None, 2)
 """The lane vertices probed by the duplicate test (every other one)."""
 
 
-def _near_lanes(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
-                config: StitchConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(S, M) bool twice: probe point s lies within ``overlap_m`` of point m with headings within
-    ``connect_yaw_rad`` (aligned), or within ``opposed_m`` of it heading the other way (opposed, within
-    ``connect_yaw_rad`` of a U-turn) -- 2-D distance and heading-cosine matrices, no per-lane-pair 4-D
-    tensor (the cosine of the heading difference is the dot product of the unit headings)."""
-    d2 = (probe * probe).sum(-1)[:, None] + (points * points).sum(-1)[None, :] - 2.0 * probe @ points.T
-    cos = np.stack([np.cos(probe_yaw), np.sin(probe_yaw)], -1) @ np.stack([np.cos(yaw), np.sin(yaw)])
+def _near_pairs(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
+                config: StitchConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of probe point s and point m that lie within reach (``overlap_m`` or ``opposed_m``) of each
+    other, as indices (n,) twice, and whether each pair is aligned (within ``overlap_m``, headings within
+    ``connect_yaw_rad``) or opposed (within ``opposed_m``, heading the other way within ``connect_yaw_rad`` of a
+    U-turn), (n,) bool twice. One (S, M) distance matrix; headings are compared for the few close pairs only."""
+    d2 = geometry.sq_norms(probe)[:, None] + geometry.sq_norms(points)[None, :] - 2.0 * probe @ points.T
+    s, m = np.nonzero(d2 < max(config.overlap_m, config.opposed_m) ** 2)
+    close = d2[s, m]
+    cos = np.cos(probe_yaw[s]) * np.cos(yaw[m]) + np.sin(probe_yaw[s]) * np.sin(yaw[m])
     limit = np.cos(config.connect_yaw_rad)
-    return (d2 < config.overlap_m ** 2) & (cos > limit), (d2 < config.opposed_m ** 2) & (cos < -limit)
+    return s, m, (close < config.overlap_m ** 2) & (cos > limit), (close < config.opposed_m ** 2) & (cos < -limit)
+
+
+def _probe_shares(probe: np.ndarray, lane: np.ndarray, k: int, per_lane: int, lanes: int) -> np.ndarray:
+    """(k, lanes): the share of lane i's ``per_lane`` probes that have a pair (``probe`` (n,), the probe's
+    index, lane i's probes numbered i * per_lane ...) with a point of lane j (``lane`` (n,))."""
+    hit = np.zeros((k * per_lane, lanes), bool)
+    hit[probe, lane] = True
+    return hit.reshape(k, per_lane, lanes).mean(1)
 
 
 def lanes_reference(lanes: np.ndarray) -> KnownLanes:
@@ -68,7 +78,9 @@ def crossing_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig) -
         return out
     seg = known.segments
     lo, hi = lanes.min(1), lanes.max(1)                                              # (K, 2)
-    near = ((seg.min(1)[None] <= hi[:, None]) & (seg.max(1)[None] >= lo[:, None])).all(-1)   # (K, S)
+    seg_lo, seg_hi = np.minimum(seg[:, 0], seg[:, 1]), np.maximum(seg[:, 0], seg[:, 1])
+    near = ((seg_lo[None, :, 0] <= hi[:, None, 0]) & (seg_hi[None, :, 0] >= lo[:, None, 0])     # (K, S)
+            & (seg_lo[None, :, 1] <= hi[:, None, 1]) & (seg_hi[None, :, 1] >= lo[:, None, 1]))
     lane, which = np.nonzero(near)
     if len(lane) == 0:
         return out
@@ -77,7 +89,7 @@ def crossing_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig) -
     t, u, denom = geometry.segment_crossing(a, r, c, q)
     skew = np.abs(denom) > 1e-9                                                      # parallel segments never cross
     hit = skew & (t >= 0.0) & (t <= 1.0) & (u >= 0.0) & (u <= 1.0)
-    step = np.linalg.norm(r, axis=-1)
+    step = geometry.norms(r)
     s_at = np.cumsum(step, 1) - step + t * step                                      # arc length of the crossing
     away = (s_at > config.cross_clear_m) & (s_at < step.sum(1, keepdims=True) - config.cross_clear_m)
     out[lane[(hit & away).any(1)]] = True
@@ -100,16 +112,18 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     per_lane = len(range(p)[_PROBE])
     drop = geometry.polyline_lengths(lanes)[:, -1] < config.min_length_m
     reach = max(config.overlap_m, config.opposed_m)
-    near = ((known.points >= probe.min(0) - reach) & (known.points <= probe.max(0) + reach)).all(1)
+    lo, hi, pts = probe.min(0) - reach, probe.max(0) + reach, known.points
+    near = (pts[:, 0] >= lo[0]) & (pts[:, 0] <= hi[0]) & (pts[:, 1] >= lo[1]) & (pts[:, 1] <= hi[1])
     if near.any():  # a lane that closes a port is kept even where it runs along a known lane (a merge)
-        aligned, opposed = _near_lanes(probe, probe_yaw, known.points[near], known.headings[near], config)
-        dup_known = ((aligned.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction)
-                     | (opposed.any(1).reshape(k, per_lane).mean(1) > config.overlap_fraction))
+        s, _, aligned, opposed = _near_pairs(probe, probe_yaw, known.points[near], known.headings[near], config)
+        none = np.zeros(len(s), int)       # all known points count as one lane
+        dup_known = ((_probe_shares(s[aligned], none[aligned], k, per_lane, 1)[:, 0] > config.overlap_fraction)
+                     | (_probe_shares(s[opposed], none[opposed], k, per_lane, 1)[:, 0] > config.overlap_fraction))
         drop |= dup_known if first is None else dup_known & ~first
-    aligned, opposed = _near_lanes(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
-    # fraction[i, j]: share of lane i's probes near lane j (reduce over j's vertices, then i's probes)
-    fraction = aligned.reshape(k, per_lane, k, p).any(3).mean(1)
-    against = opposed.reshape(k, per_lane, k, p).any(3).mean(1)
+    s, m, aligned, opposed = _near_pairs(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
+    # fraction[i, j]: share of lane i's probes near (aligned with) lane j; against: near it the other way
+    fraction = _probe_shares(s[aligned], m[aligned] // p, k, per_lane, k)
+    against = _probe_shares(s[opposed], m[opposed] // p, k, per_lane, k)
     kept: list[int] = []
     order = range(k) if first is None else np.argsort(~first, kind="stable")
     for i in order:

@@ -126,7 +126,7 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     if walker.any():
         keep[walker] &= lane_clearance(xy[walker], lanes) >= config.walker_clearance_m
     if len(existing_xy):
-        gap = np.linalg.norm(xy[:, None] - existing_xy[None], axis=-1).min(1)
+        gap = geometry.norms(xy[:, None] - existing_xy[None]).min(1)
         keep &= gap >= state[:, 5] / 2.0 + 2.5 + config.clearance_m
     aligned = rider & keep
     for k in np.unique(lane[aligned]).tolist():

@@ -77,18 +77,21 @@ def check_candidate(lanes: np.ndarray, ports: list[FrontierPort], known: KnownLa
         & ~(closes_port & config.cross_spares_ports)
     pinched = pinched_lanes(lanes, ~(duplicate | looped | kinked | crossing), closes_port, config)
     keep = np.flatnonzero(~(duplicate | looped | kinked | crossing | pinched))
-    check, starts_open, ends_open = open_ends(lanes[keep], ports, config)
+    links = EndLinks(lanes[keep], ports, config)
+    rows = np.arange(len(keep))         # positions in keep of the lanes still kept
+    check, starts_open, ends_open = links.among(rows)
     dangling, isolated = starts_open | ends_open, starts_open & ends_open
     pruned = {"duplicate": int(duplicate.sum()), "looped": int(looped.sum()),
               "kinked": int(kinked.sum()), "crossing": int(crossing.sum()), "pinched": int(pinched.sum()),
               "isolated": int(isolated.sum()), "spur": 0}
     if isolated.any():
-        keep = keep[~isolated]
-        check, dangling = _dangling(lanes[keep], ports, config)
+        rows = rows[~isolated]
+        check, dangling = links.dangling(rows)
     while config.prune_spurs and dangling.any() and not dangling.all():
         pruned["spur"] += int(dangling.sum())
-        keep = keep[~dangling]
-        check, dangling = _dangling(lanes[keep], ports, config)
+        rows = rows[~dangling]
+        check, dangling = links.dangling(rows)
+    keep = keep[rows]
     check.keep = keep
     check.pruned = pruned
     check.knotted = knot_size(lanes[keep], config)
@@ -135,7 +138,7 @@ def knot_size(lanes: np.ndarray, config: StitchConfig) -> int:
     if 2 * len(lanes) <= config.max_ends_at_point:
         return 0
     ends = np.concatenate([lanes[:, 0], lanes[:, -1]])
-    crowd = int((((ends[:, None] - ends[None]) ** 2).sum(-1) < config.knot_radius_m ** 2).sum(1).max())
+    crowd = int((geometry.sq_norms(ends[:, None] - ends[None]) < config.knot_radius_m ** 2).sum(1).max())
     return crowd if crowd > config.max_ends_at_point else 0
 
 
@@ -145,61 +148,79 @@ def _touches_required(lanes: np.ndarray, ports: list[FrontierPort], config: Stit
     for port in ports:
         if port.required and len(lanes):
             end = lanes[:, 0] if port.is_out else lanes[:, -1]
-            touch |= ((end - port.xy) ** 2).sum(-1) < config.connect_m ** 2
+            touch |= geometry.sq_norms(end - port.xy) < config.connect_m ** 2
     return touch
-
-
-def _dangling(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
-              ) -> tuple[CandidateCheck, np.ndarray]:
-    """:func:`open_ends`, and which lanes dangle at either end (K,) bool."""
-    check, starts_open, ends_open = open_ends(kept, ports, config)
-    return check, starts_open | ends_open
 
 
 def open_ends(kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig
               ) -> tuple[CandidateCheck, np.ndarray, np.ndarray]:
     """Port links, successor joints and dangling ends of the kept lanes (K, P, 2); also which lanes' starts
     and which lanes' ends touch nothing (no port, no other lane, away from the border), each (K,) bool."""
-    check = CandidateCheck(keep=np.arange(len(kept)))
-    n = len(kept)
-    if n == 0:
-        check.unmatched_ports = sum(p.required for p in ports)
-        return check, np.zeros(0, bool), np.zeros(0, bool)
-    starts, ends = kept[:, 0], kept[:, -1]
-    start_yaw, end_yaw = end_yaws(kept, False), end_yaws(kept, True)
-    tol = config.connect_yaw_rad
-    start_used, end_used = np.zeros(n, bool), np.zeros(n, bool)
-    if ports:
-        p_xy = np.array([p.xy for p in ports], np.float64).reshape(-1, 2)
-        p_yaw = np.array([p.yaw for p in ports], np.float64)
-        p_out = np.array([p.is_out for p in ports], bool)
-        p_req = np.array([p.required for p in ports], bool)
-        xy = np.where(p_out[:, None, None], starts[None], ends[None])              # (Pt, K, 2)
-        yaws = np.where(p_out[:, None], start_yaw[None], end_yaw[None])           # (Pt, K)
-        d2 = ((xy - p_xy[:, None]) ** 2).sum(-1)
-        ok = (d2 < config.connect_m ** 2) & (np.abs(geometry.wrap_angle(yaws - p_yaw[:, None])) <= tol)
-        # a lane end links to every required port it reaches (a port may be shared by several lanes, and
-        # known lanes may merge at one port), or else to its nearest optional joint only: an end snapped
-        # onto a port and a joint metres apart would leave a gap at one of them
-        for side in (p_out, ~p_out):
-            req = ok & (side & p_req)[:, None]
-            opt = ok & (side & ~p_req)[:, None]
-            nearest = np.where(opt, d2, np.inf).argmin(0)
-            single = np.zeros_like(opt)
-            single[nearest, np.arange(n)] = opt[nearest, np.arange(n)]
-            ok[side] = np.where(req.any(0)[None], req, single)[side]
-        start_used = (ok & p_out[:, None]).any(0)
-        end_used = (ok & ~p_out[:, None]).any(0)
-        check.unmatched_ports = int((p_req & ~ok.any(1)).sum())
+    return EndLinks(kept, ports, config).among(np.arange(len(kept)))
+
+
+class EndLinks:
+    """What each end of lanes (K, P, 2) touches: the ports it links to, the lane starts its end joins, the
+    border. Each lane's links depend on that lane alone (an end links to every required port it reaches, else
+    to its nearest optional one), so the verdict on any subset of the lanes (:meth:`among`) is read off
+    these tables: the filter prunes spurs lane set by lane set without measuring the geometry again."""
+
+    def __init__(self, kept: np.ndarray, ports: list[FrontierPort], config: StitchConfig) -> None:
+        n = len(kept)
+        starts, ends = kept[:, 0], kept[:, -1]
+        start_yaw, end_yaw = end_yaws(kept, False), end_yaws(kept, True)
+        self.required = np.array([p.required for p in ports], bool)
+        self.is_out = np.array([p.is_out for p in ports], bool)
+        self.links = np.zeros((len(ports), n), bool)                                  # port k, lane i
+        if ports and n:
+            self.links = _port_links(starts, start_yaw, ends, end_yaw, ports, self.is_out, self.required, config)
+        self.joins = _joins(ends, end_yaw, starts, start_yaw, config) if n else np.zeros((0, 0), bool)
+        np.fill_diagonal(self.joins, False)
+        border = at_border(np.concatenate([starts, ends]), np.concatenate([start_yaw + np.pi, end_yaw]), config)
+        self.start_at_border, self.end_at_border = border[:n], border[n:]
+
+    def among(self, rows: np.ndarray) -> tuple[CandidateCheck, np.ndarray, np.ndarray]:
+        """:func:`open_ends` of the lanes ``rows`` (m,) (indices into the measured lanes, in this order)."""
+        check = CandidateCheck(keep=np.arange(len(rows)))
+        ok, joined = self.links[:, rows], self.joins[np.ix_(rows, rows)]
+        check.unmatched_ports = int((self.required & ~ok.any(1)).sum())
+        if len(rows) == 0:
+            return check, np.zeros(0, bool), np.zeros(0, bool)
         check.port_links = [(int(k), int(i)) for k, i in zip(*np.nonzero(ok), strict=True)]
-    joined = _joins(ends, end_yaw, starts, start_yaw, config)
-    np.fill_diagonal(joined, False)
-    check.successors = [(int(i), int(j)) for i, j in zip(*np.nonzero(joined), strict=True)]
-    border = at_border(np.concatenate([starts, ends]), np.concatenate([start_yaw + np.pi, end_yaw]), config)
-    start_ok = start_used | joined.any(0) | border[:n]
-    end_ok = end_used | joined.any(1) | border[n:]
-    check.dangling = int((~start_ok).sum() + (~end_ok).sum())
-    return check, ~start_ok, ~end_ok
+        check.successors = [(int(i), int(j)) for i, j in zip(*np.nonzero(joined), strict=True)]
+        start_ok = (ok & self.is_out[:, None]).any(0) | joined.any(0) | self.start_at_border[rows]
+        end_ok = (ok & ~self.is_out[:, None]).any(0) | joined.any(1) | self.end_at_border[rows]
+        check.dangling = int((~start_ok).sum() + (~end_ok).sum())
+        return check, ~start_ok, ~end_ok
+
+    def dangling(self, rows: np.ndarray) -> tuple[CandidateCheck, np.ndarray]:
+        """:meth:`among`, and which of the lanes dangle at either end (m,) bool."""
+        check, starts_open, ends_open = self.among(rows)
+        return check, starts_open | ends_open
+
+
+def _port_links(starts: np.ndarray, start_yaw: np.ndarray, ends: np.ndarray, end_yaw: np.ndarray,
+                ports: list[FrontierPort], p_out: np.ndarray, p_req: np.ndarray, config: StitchConfig
+                ) -> np.ndarray:
+    """(Pt, K) bool: lane i's start (out port k) or end (in port k) links to port k."""
+    n = len(starts)
+    p_xy = np.array([p.xy for p in ports], np.float64).reshape(-1, 2)
+    p_yaw = np.array([p.yaw for p in ports], np.float64)
+    xy = np.where(p_out[:, None, None], starts[None], ends[None])              # (Pt, K, 2)
+    yaws = np.where(p_out[:, None], start_yaw[None], end_yaw[None])           # (Pt, K)
+    d2 = geometry.sq_norms(xy - p_xy[:, None])
+    ok = (d2 < config.connect_m ** 2) & (np.abs(geometry.wrap_angle(yaws - p_yaw[:, None])) <= config.connect_yaw_rad)
+    # a lane end links to every required port it reaches (a port may be shared by several lanes, and
+    # known lanes may merge at one port), or else to its nearest optional joint only: an end snapped
+    # onto a port and a joint metres apart would leave a gap at one of them
+    for side in (p_out, ~p_out):
+        req = ok & (side & p_req)[:, None]
+        opt = ok & (side & ~p_req)[:, None]
+        nearest = np.where(opt, d2, np.inf).argmin(0)
+        single = np.zeros_like(opt)
+        single[nearest, np.arange(n)] = opt[nearest, np.arange(n)]
+        ok[side] = np.where(req.any(0)[None], req, single)[side]
+    return ok
 
 
 def _joins(ends: np.ndarray, end_yaw: np.ndarray, starts: np.ndarray, start_yaw: np.ndarray,
