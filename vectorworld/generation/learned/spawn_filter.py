@@ -57,10 +57,11 @@ def _segment_offsets(xy: np.ndarray, lanes: list[np.ndarray]) -> tuple[np.ndarra
     real = np.zeros((len(lanes), width), bool)
     for k, pts in enumerate(lanes):
         a[k, :len(pts) - 1], ab[k, :len(pts) - 1], real[k, :len(pts) - 1] = pts[:-1], np.diff(pts, axis=0), True
-    len2 = np.maximum(np.sum(ab * ab, -1), 1e-12)                                   # (K, W)
-    t = np.clip(np.sum((xy[:, None, None] - a[None]) * ab[None], -1) / len2[None], 0.0, 1.0)  # (M, K, W)
+    len2 = np.maximum(geometry.sq_norms(ab), 1e-12)                                  # (K, W)
+    rel = xy[:, None, None] - a[None]                                               # (M, K, W, 2)
+    t = np.clip((rel[..., 0] * ab[None, ..., 0] + rel[..., 1] * ab[None, ..., 1]) / len2[None], 0.0, 1.0)
     gap = xy[:, None, None] - (a[None] + t[..., None] * ab[None])
-    dist2 = np.where(real[None], np.sum(gap * gap, -1), np.inf)
+    dist2 = np.where(real[None], geometry.sq_norms(gap), np.inf)
     seg = dist2.argmin(2)                                                          # (M, K)
     off = np.sqrt(np.take_along_axis(dist2, seg[..., None], 2)[..., 0])
     lanes_k = np.arange(len(lanes))[None]
@@ -114,7 +115,7 @@ def filter_spawns(state: np.ndarray, agent_type: np.ndarray, lanes: list[np.ndar
     yaw = np.arctan2(state[:, 4], state[:, 3]).astype(np.float64)
     lane, off, err = nearest_lane(xy, yaw, lanes) if lanes else (np.full(m, -1), np.full(m, np.inf),
                                                                   np.full(m, np.pi))
-    inside = (np.max(np.abs(xy), -1) <= HALF_TILE_M) & (xy[:, 0] >= config.min_x_m)
+    inside = (np.maximum(np.abs(xy[:, 0]), np.abs(xy[:, 1])) <= HALF_TILE_M) & (xy[:, 0] >= config.min_x_m)
     vehicle = agent_type == VEHICLE
     rider = vehicle | (agent_type == CYCLIST)
     parked = vehicle & (state[:, 2] < config.parked_speed_mps)

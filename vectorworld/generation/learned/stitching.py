@@ -40,7 +40,7 @@ from vectorworld.generation.learned.tile_tensors import HALF_TILE_M, LANE_POINTS
 
 def border_distance(xy: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:
     """Distance (...) of points (..., 2) to the tile border (0 on it, positive inside or outside)."""
-    return np.abs(half - np.max(np.abs(xy), axis=-1))
+    return np.abs(half - np.maximum(np.abs(xy[..., 0]), np.abs(xy[..., 1])))
 
 
 def exit_distance(xy: np.ndarray, yaw: np.ndarray, half: float = HALF_TILE_M) -> np.ndarray:

@@ -68,13 +68,13 @@ def clip_to_square(points: np.ndarray, half: float = HALF_TILE_M, spacing_m: flo
     """The longest run of a polyline (N, 2) (tile frame) inside the square [-half, half]^2, ends cut exactly
     at the border (a polyline that leaves the square is first densified at ``spacing_m``); None if it misses
     the square or less than 2 m of it is inside."""
-    lo, hi = points.min(0), points.max(0)
-    if np.any(lo > half) or np.any(hi < -half):
+    (x_lo, y_lo), (x_hi, y_hi) = points.min(0).tolist(), points.max(0).tolist()
+    if x_lo > half or y_lo > half or x_hi < -half or y_hi < -half:
         return None
-    if np.all(np.abs(points) <= half):
+    if x_lo >= -half and y_lo >= -half and x_hi <= half and y_hi <= half:
         return points if geometry.polyline_lengths(points)[-1] >= 2.0 else None
     dense = geometry.resample_by_spacing(points, spacing_m)
-    inside = np.max(np.abs(dense), axis=-1) <= half + 1e-6
+    inside = np.maximum(np.abs(dense[:, 0]), np.abs(dense[:, 1])) <= half + 1e-6
     if not inside.any():
         return None
     padded = np.concatenate([[False], inside, [False]])
@@ -172,10 +172,9 @@ def _ports(request: TileRequest, near: list[int], margin_m: float, min_x_m: floa
     if not near:
         return ports
     lanes = [request.graph[lane_id] for lane_id in near]
-    ends = np.stack([np.stack([lane.points[-1], lane.points[-2], lane.points[0], lane.points[1]])
-                     for lane in lanes])                                            # (N, 4, 2)
+    ends = np.stack([lane.points[[-1, -2, 0, 1]] for lane in lanes])                 # (N, 4, 2)
     local = frame.to_local(ends.reshape(-1, 2)).reshape(-1, 4, 2)
-    inside = np.max(np.abs(local[:, [0, 2]]), -1) <= HALF_TILE_M - margin_m      # (N, 2): end, start
+    inside = np.maximum(np.abs(local[:, [0, 2], 0]), np.abs(local[:, [0, 2], 1])) <= HALF_TILE_M - margin_m  # (N, 2)
     for k, is_out, a, b in ((0, True, 1, 0), (1, False, 2, 3)):
         for n in np.flatnonzero(inside[:, k]):
             if (near[n], is_out) in seen:
