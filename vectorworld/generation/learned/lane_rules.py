@@ -116,9 +116,9 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     near = (pts[:, 0] >= lo[0]) & (pts[:, 0] <= hi[0]) & (pts[:, 1] >= lo[1]) & (pts[:, 1] <= hi[1])
     if near.any():  # a lane that closes a port is kept even where it runs along a known lane (a merge)
         s, _, aligned, opposed = _near_pairs(probe, probe_yaw, known.points[near], known.headings[near], config)
-        none = np.zeros(len(s), int)       # all known points count as one lane
-        dup_known = ((_probe_shares(s[aligned], none[aligned], k, per_lane, 1)[:, 0] > config.overlap_fraction)
-                     | (_probe_shares(s[opposed], none[opposed], k, per_lane, 1)[:, 0] > config.overlap_fraction))
+        one_lane = np.zeros(len(s), int)      # the known points taken as one lane
+        dup_known = ((_probe_shares(s[aligned], one_lane[aligned], k, per_lane, 1)[:, 0] > config.overlap_fraction)
+                     | (_probe_shares(s[opposed], one_lane[opposed], k, per_lane, 1)[:, 0] > config.overlap_fraction))
         drop |= dup_known if first is None else dup_known & ~first
     s, m, aligned, opposed = _near_pairs(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
     # fraction[i, j]: share of lane i's probes near (aligned with) lane j; against: near it the other way
