@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from threadpoolctl import threadpool_info, threadpool_limits
 
 import tests.straight_world  # noqa: F401  (registers the "test-straight" fallback generator)
 from vectorworld import geometry
@@ -298,26 +299,37 @@ def test_the_start_tile_samples_further_batches_until_one_holds_a_start_road() -
     assert model.calls == FIRST_TILE_ROUNDS and gen.last_diagnostics.checked == 2 * FIRST_TILE_ROUNDS
 
 
+def _blas_threads() -> list[int]:
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
 class _ThreadRecorder(_ScriptedModel):
-    """Records the torch thread count the network runs with."""
+    """Records the torch and numpy BLAS thread counts the network runs with."""
 
     def __init__(self) -> None:
         super().__init__()
         self.threads: list[int] = []
+        self.blas: list[list[int]] = []
 
     def outpaint(self, context, sampler, generator):
         self.threads.append(torch.get_num_threads())
+        self.blas.append(_blas_threads())
         return super().outpaint(context, sampler, generator)
 
 
-def test_per_tile_inference_runs_on_one_torch_thread_and_restores_the_callers() -> None:
+def test_per_tile_inference_runs_on_one_math_thread_and_restores_the_callers() -> None:
+    """torch and numpy's BLAS each run one thread inside ``generate`` (OpenBLAS's idle workers spin on a shared
+    2-core machine) and get the caller's settings back after it."""
     model = _ThreadRecorder()
     gen = LearnedTileGenerator(model=model, candidates=2, fallback="test-straight", frozen_graph=False)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        assert not gen.generate(two_lane_request()).used_fallback
-        assert model.threads == [1] and torch.get_num_threads() == 2
+        with threadpool_limits(limits=2, user_api="blas"):
+            caller_blas = _blas_threads()
+            assert not gen.generate(two_lane_request()).used_fallback
+            assert model.threads == [1] and torch.get_num_threads() == 2
+            assert model.blas == [[1] * len(caller_blas)] and _blas_threads() == caller_blas
     finally:
         torch.set_num_threads(before)
 

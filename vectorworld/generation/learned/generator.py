@@ -71,6 +71,7 @@ from vectorworld.generation.learned.tile_tensors import (
     stack_tiles,
 )
 from vectorworld.generation.learned.world_plan import WorldPlan
+from vectorworld.math_threads import math_threads
 from vectorworld.scene import AgentType, Lane, LaneGraph
 from vectorworld.stage_clock import StageClock
 
@@ -187,7 +188,9 @@ class LearnedTileGenerator(TileGenerator):
     when every candidate of the rounds before failed the filter (the fallback then comes later). With
     ``frozen_graph`` one-step MeanFlow runs as a frozen graph of the model's weights at first use
     (:class:`~vectorworld.generation.learned.one_step.OneStepGraph`, the same samples for less dispatch);
-    off, the model's eager ``outpaint`` runs (a model whose weights still change, a stand-in in tests).
+    off, the model's eager ``outpaint`` runs (a model whose weights still change, a stand-in in tests). A
+    tile runs on ``num_threads`` torch threads and at most as many BLAS threads for numpy
+    (:mod:`vectorworld.math_threads`; None: the caller's settings).
 
     ``start`` makes a world's start tile: ``"halves"`` (default) outpaints it in two halves from a road
     cross-section drawn from the corpus (start_tile.py); ``"sample"`` samples it from nothing (every token
@@ -355,17 +358,12 @@ class LearnedTileGenerator(TileGenerator):
                        ) -> TileContent | None:
         """The start tile sampled from nothing (every token free, no ports), up to ``FIRST_TILE_ROUNDS``
         batches until a candidate holds a start road; None if none does."""
-        import torch
-
         cfg = self.model.vae.config
         ctx = TileContext(tiles=empty_tile(cfg.max_lanes, cfg.max_agents), known_ids=(), known_points=(),
                           ports=(), hints=np.zeros((cfg.max_lanes, HINT_FEATURES), np.float32))
         request = TileRequest(frame=frame, ports=(), graph=LaneGraph(), lane_ids=lane_ids, rng=rng)
         seed = int(rng.integers(0, 2**62))
-        threads = torch.get_num_threads()
-        if self.num_threads is not None:
-            torch.set_num_threads(self.num_threads)
-        try:
+        with math_threads(self.num_threads):
             choice, checked, decoded, z = self._sample_until_valid(
                 ctx, seed, FIRST_TILE_ROUNDS, np.ones(cfg.max_lanes, bool), lanes_reference(np.zeros((0, 20, 2))),
                 accept=_has_start_road)
@@ -374,8 +372,6 @@ class LearnedTileGenerator(TileGenerator):
                                                         checked=checked, used_fallback=True)
                 return None
             edge_types = self._decode_edges(z[choice.index:choice.index + 1], choice.slots[choice.check.keep])
-        finally:
-            torch.set_num_threads(threads)
         content, diag = self._assemble(request, ctx, choice.lanes[choice.check.keep], choice.stitched, choice.check,
                                        edge_types,
                                        decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
@@ -405,8 +401,10 @@ class LearnedTileGenerator(TileGenerator):
 
     # ------------------------------------------------------------------ generation
     def generate(self, request: TileRequest) -> TileContent:
-        import torch
+        with math_threads(self.num_threads):
+            return self._outpaint(request)
 
+    def _outpaint(self, request: TileRequest) -> TileContent:
         model = self.model
         vae_cfg = model.vae.config
         clock = StageClock()
@@ -420,21 +418,15 @@ class LearnedTileGenerator(TileGenerator):
             return self._fall_back(request, TileDiagnostics(used_fallback=True), clock)
         if model.dit.config.border_hints:
             ctx = with_plan(ctx, self._plan(request, ctx))
-        threads = torch.get_num_threads()
-        if self.num_threads is not None:
-            torch.set_num_threads(self.num_threads)
-        try:
-            known = lanes_reference(ctx.filter_lanes())
-            clock.lap("context")
-            choice, checked, decoded, z = self._sample_until_valid(ctx, seed, self.rounds, ~ctx.tiles.lane_cond,
-                                                                   known, clock=clock)
-            if not choice.valid:
-                return self._fall_back(request, TileDiagnostics(candidates=self.candidates * self.rounds,
-                                                                checked=checked, used_fallback=True), clock)
-            edge_types = self._decode_edges(z[choice.index:choice.index + 1], choice.slots[choice.check.keep])
-            clock.lap("edges")
-        finally:
-            torch.set_num_threads(threads)
+        known = lanes_reference(ctx.filter_lanes())
+        clock.lap("context")
+        choice, checked, decoded, z = self._sample_until_valid(ctx, seed, self.rounds, ~ctx.tiles.lane_cond, known,
+                                                               clock=clock)
+        if not choice.valid:
+            return self._fall_back(request, TileDiagnostics(candidates=self.candidates * self.rounds,
+                                                            checked=checked, used_fallback=True), clock)
+        edge_types = self._decode_edges(z[choice.index:choice.index + 1], choice.slots[choice.check.keep])
+        clock.lap("edges")
         check = choice.check
         raw = choice.lanes[check.keep]
         stitched = choice.stitched
