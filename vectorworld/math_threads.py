@@ -32,15 +32,16 @@ def _controller() -> ThreadpoolController:
 
 @contextmanager
 def math_threads(limit: int | None) -> Iterator[None]:
-    """Run the block with ``limit`` torch intra-op threads and at most ``limit`` BLAS threads for numpy, then
-    restore the caller's settings; ``None`` leaves both as they are."""
+    """Run the block with at most ``limit`` torch intra-op threads (a caller's lower setting stays) and
+    ``limit`` BLAS threads for numpy, then restore the caller's settings; ``None`` leaves both as they are.
+    The learned generator runs each tile in it, the ΔSim policy each step."""
     if limit is None:
         yield
         return
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(limit)
+    torch.set_num_threads(min(before, limit))
     try:
         with _controller().limit(limits=limit, user_api="blas"):
             yield

@@ -30,8 +30,6 @@ everything runs with at most ``DeltaSimConfig.threads`` torch threads. Agents st
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +48,7 @@ from policies.deltasim.scoring import SCORER_INPUTS, DeltaSimScorer, trace_score
 from policies.deltasim.start_shaping import StartShapingConfig, free_to_start, start_penalty
 from vectorworld.errors import ConfigError
 from vectorworld.frozen_graphs import static_runtime
+from vectorworld.math_threads import math_threads
 
 _Scorer = DeltaSimScorer | torch.jit.ScriptModule | torch._C.StaticModule
 """The eager scorer, its frozen trace, or the trace under Static Runtime (same call signature)."""
@@ -110,20 +109,6 @@ STAGES = ("observation", "scoring", "sampling")
 """Stages timed in :attr:`DeltaSimPolicy.last_timing` (ms): observation building (numpy, junction stops
 included); scoring (tensor conversion, network, kinematic cost and shaping, top-k candidates, collision
 penalty; one traced graph); sampling + detokenising (residual of the picked primitive, projection)."""
-
-
-@contextmanager
-def torch_threads(limit: int) -> Iterator[None]:
-    """Run the block with at most ``limit`` torch intra-op threads, then restore the caller's setting."""
-    before = torch.get_num_threads()
-    if before <= limit:
-        yield
-        return
-    torch.set_num_threads(limit)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _weights_version(params: list[torch.Tensor]) -> int:
@@ -220,7 +205,7 @@ class DeltaSimPolicy(Policy):
     def decide(self, obs: Observation, inp: PolicyInput, rng: np.random.Generator
                ) -> tuple[np.ndarray, np.ndarray]:
         """Chosen primitive (S,) and motion (S, 3) for the observed agents."""
-        with torch_threads(self.config.threads), torch.inference_mode():
+        with math_threads(self.config.threads), torch.inference_mode():
             return self._decide(obs, inp, rng)
 
     def _decide(self, obs: Observation, inp: PolicyInput, rng: np.random.Generator

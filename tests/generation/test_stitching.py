@@ -402,20 +402,21 @@ def test_a_lane_is_a_duplicate_of_an_earlier_one_when_most_of_its_probes_lie_on_
 
 def test_the_verdict_on_some_of_the_lanes_is_read_off_the_links_of_all() -> None:
     """Spur pruning judges lane set after lane set from one table of end links: for every subset of a
-    candidate's lanes (a port continued twice, an optional joint two lanes reach, a chain, a spur, debris),
-    the table's verdict is the one measured on those lanes alone."""
+    candidate's lanes (a port continued twice, an optional joint two lanes reach, a chain, a spur, debris, a
+    lane from the border), in either order, the table's verdict is the one measured on those lanes alone."""
     ports = PORTS + [FrontierPort(-1, np.array([20.0, 0.2]), 0.0, True, required=False),
                      FrontierPort(-1, np.array([20.0, -0.3]), 0.0, True, required=False)]
     lanes = np.stack([_line((0.5, 0.0), (31.0, 0.0)), _line((0.3, 3.4), (20.0, 3.6)),
                       _line((20.4, 3.5), (31.0, 3.5)), _line((0.4, 0.2), (15.0, 8.0)),
-                      _line((20.2, 0.1), (25.0, -9.0)), _line((10.0, 15.0), (16.0, 18.0))])
+                      _line((20.2, 0.1), (25.0, -9.0)), _line((10.0, 15.0), (16.0, 18.0)),
+                      _line((-31.9, -10.0), (-5.0, -10.0))])
     config = StitchConfig()
     links = EndLinks(lanes, ports, config)
     for size in range(len(lanes) + 1):
-        for rows in itertools.combinations(range(len(lanes)), size):
-            rows = np.array(rows, int)
-            got, got_starts, got_ends = links.among(rows)
-            alone, starts, ends = open_ends(lanes[rows], ports, config)
-            assert (got.port_links, got.successors, got.dangling, got.unmatched_ports) \
-                == (alone.port_links, alone.successors, alone.dangling, alone.unmatched_ports), rows
-            assert np.array_equal(got_starts, starts) and np.array_equal(got_ends, ends)
+        for subset in itertools.combinations(range(len(lanes)), size):
+            for rows in (np.array(subset, int), np.array(subset[::-1], int)):
+                got, got_starts, got_ends = links.among(rows)
+                alone, starts, ends = open_ends(lanes[rows], ports, config)
+                assert (got.port_links, got.successors, got.dangling, got.unmatched_ports) \
+                    == (alone.port_links, alone.successors, alone.dangling, alone.unmatched_ports), rows
+                assert np.array_equal(got_starts, starts) and np.array_equal(got_ends, ends)

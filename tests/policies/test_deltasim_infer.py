@@ -24,7 +24,7 @@ from policies.deltasim.infer import DeltaSimInference
 from policies.deltasim.kdisks import build_kdisks, straight_motions
 from policies.deltasim.net import DeltaSimNet, DeltaSimNetConfig, observation_tensors
 from policies.deltasim.observation import ObservationBuilder, ObservationConfig
-from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy, torch_threads
+from policies.deltasim.policy import DeltaSimConfig, DeltaSimPolicy
 from policies.deltasim.route_shaping import RouteShapingConfig, route_penalty
 from policies.deltasim.scenes import synthetic_input
 from policies.deltasim.scoring import (
@@ -35,6 +35,7 @@ from policies.deltasim.scoring import (
 )
 from vectorworld.errors import ConfigError
 from vectorworld.frozen_graphs import static_runtime
+from vectorworld.math_threads import math_threads
 
 
 def _random_net(num_layers: int, seed: int = 0, vocab_size: int = 96, context_layers: int = 0) -> DeltaSimNet:
@@ -260,10 +261,10 @@ def test_thread_limit_is_applied_and_restored() -> None:
     seen = []
     try:
         torch.set_num_threads(2)
-        with torch_threads(1):
+        with math_threads(1):
             seen.append(torch.get_num_threads())
         seen.append(torch.get_num_threads())
-        with torch_threads(4):  # never raises the caller's setting
+        with math_threads(4):  # never raises the caller's setting
             seen.append(torch.get_num_threads())
     finally:
         torch.set_num_threads(before)
