@@ -420,3 +420,20 @@ def test_the_verdict_on_some_of_the_lanes_is_read_off_the_links_of_all() -> None
                 assert (got.port_links, got.successors, got.dangling, got.unmatched_ports) \
                     == (alone.port_links, alone.successors, alone.dangling, alone.unmatched_ports), rows
                 assert np.array_equal(got_starts, starts) and np.array_equal(got_ends, ends)
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_lane_end_that_reaches_several_ports_stays_on_the_nearest(order: int) -> None:
+    """Known lanes ending 1.5 m apart: the lane drawn from each (pinned on its port) reaches both ports, and
+    stitching keeps each lane on its own port, whichever port comes first (snapping both onto one port
+    stacked two lanes on top of each other, and left the other port to a merge)."""
+    ports = [FrontierPort(0, np.array([0.0, 0.0]), 0.0, True), FrontierPort(1, np.array([0.0, -1.5]), 0.0, True)]
+    ports = ports[::order]
+    known = dense_reference([_line((-30.0, 0.0), (0.0, 0.0)), _line((-30.0, -1.5), (0.0, -1.5))])
+    lanes = np.stack([_line((0.0, 0.0), (31.0, 0.0)), _line((0.0, -1.5), (20.0, -12.0))])
+    config = StitchConfig()
+    check = check_candidate(lanes, ports, known, config)
+    assert check.valid, check
+    assert len(check.port_links) == 4                   # each start reaches both ports
+    out = stitch(fit_bezier(lanes), check, ports, config)
+    assert np.array_equal(out[0][0], [0.0, 0.0]) and np.array_equal(out[1][0], [0.0, -1.5])

@@ -283,10 +283,11 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
     """Snap the kept lanes, Bézier control points (K, 4, 2) in the tile frame, onto ports, shared junction
     nodes and the border, with one heading per joint.
 
-    Every end moves (with its handle) onto its node: the port, the mean of the lane ends that meet there, or
-    the border along its heading. Each node then gets one heading (the port's, else the mean of its lanes'
-    headings there) and every handle next to it is set along it, so the heading is continuous across every
-    link and no lane hooks into a joint. A lane within ``config.straight_m`` of its chord takes the chord as
+    Every end moves (with its handle) onto its node: the nearest port it links to (a pinned end stays on its
+    own port; port_merge joins the others to it), the mean of the lane ends that meet there, or the border
+    along its heading. Each node then gets one heading (the port's, else the mean of its lanes' headings
+    there) and every handle next to it is set along it, so the heading is continuous across every link and
+    no lane hooks into a joint. A lane within ``config.straight_m`` of its chord takes the chord as
     its tangent at both ends (its node's heading where no port sets one): straight where its joints agree.
     Returns the stitched polylines (``LANE_POINTS`` each), one per entry of ``check.keep``: starts of out-port
     lanes equal the port xy exactly, ends of in-port lanes too, and successor pairs share one end point.
@@ -304,10 +305,17 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
 
     for i, j in check.successors:
         parent[find(2 * i + 1)] = find(2 * j)
+    # a node that reaches several ports goes onto the nearest: snapping two lanes pinned on ports 1-3 m
+    # apart onto the same one stacked them on top of each other
     anchor: dict[int, FrontierPort] = {}
+    anchor_gap: dict[int, float] = {}
     for index, lane in check.port_links:
         port = ports[index]
-        anchor[find(2 * lane if port.is_out else 2 * lane + 1)] = port
+        end = 0 if port.is_out else 3
+        node = find(2 * lane + (0 if port.is_out else 1))
+        gap = float(np.linalg.norm(kept[lane][end] - port.xy))
+        if gap < anchor_gap.get(node, np.inf):
+            anchor[node], anchor_gap[node] = port, gap
     groups: dict[int, list[int]] = {}
     for node in range(2 * n):
         groups.setdefault(find(node), []).append(node)
