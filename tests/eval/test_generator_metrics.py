@@ -8,6 +8,8 @@ import pytest
 import tests.straight_world  # noqa: F401  (registers "test-straight")
 from vectorworld import geometry
 from vectorworld.eval.generator_metrics import (
+    GrownWorlds,
+    TileRecord,
     _CpuTimed,
     convex_intersection_area,
     frechet_distance,
@@ -21,8 +23,9 @@ from vectorworld.eval.generator_metrics import (
     world_metrics,
 )
 from vectorworld.generation import make_generator
-from vectorworld.generation.base import AgentSpawns, TileContent, TileGenerator, TileRequest
+from vectorworld.generation.base import AgentSpawns, TileContent, TileFrame, TileGenerator, TileRequest
 from vectorworld.generation.learned.tile_tensors import TileTensors
+from vectorworld.scene import LaneGraph
 
 
 def test_js_divergence_bounds() -> None:
@@ -121,6 +124,18 @@ def test_world_metrics_of_a_straight_world() -> None:
     assert metrics["init_overlap_rate"] == 0.0 and metrics["fallback_rate"] == 0.0
     naive = naive_baseline_metrics(grown, [], seed=0)
     assert 0.0 <= naive["offlane_rate"] <= 1.0
+
+
+def test_the_raw_gaps_of_the_model_edges_are_reported_apart_from_the_pinned_port_links() -> None:
+    """A learned tile whose one model edge missed by 3 m and whose three port links are pinned, and a
+    fallback tile (no raw gaps): the raw gap reads 0.75 m over four links, 3 m over the one model edge."""
+    frame = TileFrame(np.zeros(2), 0.0)
+    learned = TileRecord(frame, (), AgentSpawns.none(), 5.0, False, np.array([3.0, 0.0, 0.0, 0.0]), None,
+                         np.array([3.0]))
+    fallback = TileRecord(frame, (), AgentSpawns.none(), 5.0, True)
+    metrics = world_metrics(GrownWorlds(graphs=[LaneGraph()], records=[[learned, fallback]]))
+    assert metrics["raw_epd_m_mean"] == pytest.approx(0.75)
+    assert metrics["raw_edge_epd_m_mean"] == pytest.approx(3.0) and metrics["raw_edge_links"] == 1
 
 
 def test_grown_worlds_give_each_new_tile_the_agents_of_the_earlier_ones() -> None:

@@ -141,7 +141,12 @@ def test_generate_picks_valid_candidate_and_stitches_exactly() -> None:
     for lane in (second, by_id[links[1]]):               # free ends reach the tile border
         end = request.frame.to_local(lane.points[-1])
         assert abs(np.max(np.abs(end)) - HALF_TILE_M) < 1e-6
-    assert gen.last_diagnostics.raw_gaps_m.max() > 0.3 and gen.last_diagnostics.stitched_gaps_m.max() <= 0.01
+    diagnostics = gen.last_diagnostics
+    assert diagnostics.raw_gaps_m.max() > 0.3 and diagnostics.stitched_gaps_m.max() <= 0.01
+    # the one model edge (first -> second) misses by 0.45 m; the two port links are pinned
+    np.testing.assert_allclose(diagnostics.raw_edge_gaps_m, [np.hypot(0.2, 0.4)], atol=1e-6)
+    np.testing.assert_allclose(diagnostics.raw_gaps_m[1:], 0.0, atol=1e-9)
+    assert diagnostics.kept_agents == 1 and diagnostics.decoded_agents == 2
     agents = content.agents
     assert len(agents) == 1                               # the second car overlaps the first
     assert agents.lane_id[0] == first.id

@@ -4,7 +4,8 @@
 after the first is an outpainting call), then computes on the committed world:
 
 * ``epd_m`` mean / p95 over every successor edge touching a generated lane (stitched), and the raw model
-  output's gaps when the generator reports them (``last_diagnostics.raw_gaps_m``);
+  output's gaps when the generator reports them (``last_diagnostics.raw_gaps_m``), and those of the
+  model-predicted edges alone (``raw_edge_epd_m``, over ``raw_edge_links`` edges: port links are pinned);
 * ``dangling_rate``: fraction of generated lane ends without successor / predecessor lying > 1 m inside
   the tile border;
 * ``init_overlap_rate``: fraction of generated agents whose box overlaps another agent's by > 0.01 m^2;
@@ -70,6 +71,7 @@ class TileRecord:
     used_fallback: bool
     raw_gaps_m: np.ndarray | None = None
     stage_ms: dict[str, float] | None = None
+    raw_edge_gaps_m: np.ndarray | None = None
 
 
 class _CpuTimed(TileGenerator):
@@ -146,11 +148,13 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
                 break
             for made in grown:
                 diag = generator.diagnostics_of(made.content)
-                raw = None if diag is None or made.content.used_fallback else diag.raw_gaps_m
+                learned = diag is not None and not made.content.used_fallback
+                raw = diag.raw_gaps_m if learned else None
+                raw_edges = getattr(diag, "raw_edge_gaps_m", None) if learned else None
                 stages = getattr(diag, "stage_ms", None) or None
                 records.append(TileRecord(TileFrame(made.tile.center_xy, made.tile.yaw), made.tile.lane_ids,
                                           made.content.agents, made.tile.latency_ms,
-                                          made.content.used_fallback, raw, stages))
+                                          made.content.used_fallback, raw, stages, raw_edges))
         out.graphs.append(world.graph)
         out.records.append(records)
         left -= len(records)
@@ -295,7 +299,7 @@ def _box_overlap_areas(xy: np.ndarray, yaw: np.ndarray, length: np.ndarray, widt
 
 def world_metrics(grown: GrownWorlds) -> dict[str, float]:
     """epd, dangling, overlap, offlane, latency and fallback figures of grown worlds."""
-    gaps, raw_gaps, latency, fallback = [], [], [], []
+    gaps, raw_gaps, raw_edge_gaps, latency, fallback = [], [], [], [], []
     stage_ms: dict[str, float] = {}
     staged = 0
     ends = dangling = 0
@@ -307,6 +311,8 @@ def world_metrics(grown: GrownWorlds) -> dict[str, float]:
             fallback.append(rec.used_fallback)
             if rec.raw_gaps_m is not None:
                 raw_gaps.extend(rec.raw_gaps_m.tolist())
+            if rec.raw_edge_gaps_m is not None:
+                raw_edge_gaps.extend(rec.raw_edge_gaps_m.tolist())
             if rec.stage_ms:
                 staged += 1
                 for stage, ms in rec.stage_ms.items():
@@ -347,6 +353,8 @@ def world_metrics(grown: GrownWorlds) -> dict[str, float]:
         "tiles": float(len(latency)),
         "epd_m_mean": stat(gaps), "epd_m_p95": stat(gaps, 95),
         "raw_epd_m_mean": stat(raw_gaps), "raw_epd_m_p95": stat(raw_gaps, 95),
+        "raw_edge_epd_m_mean": stat(raw_edge_gaps), "raw_edge_epd_m_p95": stat(raw_edge_gaps, 95),
+        "raw_edge_links": float(len(raw_edge_gaps)),
         "dangling_rate": dangling / max(ends, 1),
         "init_overlap_rate": overlapping / max(agents_total, 1),
         "offlane_rate": offlane / max(vehicles, 1),

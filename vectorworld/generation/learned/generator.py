@@ -123,7 +123,9 @@ class TileDiagnostics:
     """What happened in the last ``generate`` call (for the fidelity metrics of DESIGN §8).
 
     raw_gaps_m / stitched_gaps_m: endpoint gaps (m) over the winner's successor links (model-predicted edges
-    among new lanes, and port links) after decoding (Bézier, port pinning) and after stitching; checked:
+    among new lanes, and port links) after decoding (Bézier, port pinning) and after stitching;
+    raw_edge_gaps_m: the raw gaps of the model-predicted edges alone (a hinted lane is pinned onto its port, so
+    the port links' raw gaps are 0 by construction wherever stitching keeps the lane there); checked:
     candidates the filter looked at (lazily, best first, up to the first valid); used_fallback: the
     procedural generator answered; stage_ms: where the call's wall time went (ms per stage: ``context`` -- the
     known lanes, ports and road plan --, ``sample`` -- the network, every round --, ``filter`` -- junction
@@ -133,6 +135,7 @@ class TileDiagnostics:
 
     raw_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stitched_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    raw_edge_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
     checked: int = 0
     candidates: int = 0
     used_fallback: bool = False
@@ -350,6 +353,7 @@ class LearnedTileGenerator(TileGenerator):
         self.last_diagnostics = TileDiagnostics(
             raw_gaps_m=np.concatenate([first.raw_gaps_m, second.raw_gaps_m]),
             stitched_gaps_m=np.concatenate([first.stitched_gaps_m, second.stitched_gaps_m]),
+            raw_edge_gaps_m=np.concatenate([first.raw_edge_gaps_m, second.raw_edge_gaps_m]),
             checked=first.checked + second.checked, candidates=first.candidates + second.candidates,
             used_fallback=second.used_fallback, decoded_agents=first.decoded_agents + second.decoded_agents)
         return None if back.used_fallback else join_halves(front, back)
@@ -375,9 +379,7 @@ class LearnedTileGenerator(TileGenerator):
         content, diag = self._assemble(request, ctx, choice.lanes[choice.check.keep], choice.stitched, choice.check,
                                        edge_types,
                                        decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
-        self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
-                                                checked=checked, candidates=self.candidates,
-                                                decoded_agents=diag[2])
+        self.last_diagnostics = dataclasses.replace(diag, checked=checked, candidates=self.candidates)
         return content
 
     def _fallback_first_tile(self, frame: TileFrame, lane_ids: IdAllocator, rng: np.random.Generator
@@ -434,10 +436,8 @@ class LearnedTileGenerator(TileGenerator):
         content, diag = self._assemble(request, ctx, raw, stitched, check, edge_types,
                                        decoded["agent_feat"][c], decoded["agent_prob"][c])
         clock.lap("assemble")
-        self.last_diagnostics = TileDiagnostics(raw_gaps_m=diag[0], stitched_gaps_m=diag[1],
-                                                checked=checked, candidates=self.candidates,
-                                                decoded_agents=diag[2], kept_agents=len(content.agents),
-                                                stage_ms=dict(clock.total_ms))
+        self.last_diagnostics = dataclasses.replace(diag, checked=checked, candidates=self.candidates,
+                                                    stage_ms=dict(clock.total_ms))
         return content
 
     def _plan(self, request: TileRequest, ctx: TileContext) -> np.ndarray:
@@ -491,9 +491,9 @@ class LearnedTileGenerator(TileGenerator):
 
     def _assemble(self, request: TileRequest, ctx: TileContext, raw: np.ndarray, stitched: list[np.ndarray],
                   check: CandidateCheck, edge_types: np.ndarray, agent_feat: np.ndarray, agent_prob: np.ndarray
-                  ) -> tuple[TileContent, tuple[np.ndarray, np.ndarray, int]]:
+                  ) -> tuple[TileContent, TileDiagnostics]:
         """Turn the stitched winner (tile frame) into global lanes, links and agent spawns; ``edge_types``
-        (n, n) are the decoded edge types among the kept lanes."""
+        (n, n) are the decoded edge types among the kept lanes. The diagnostics hold the gaps and agents."""
         frame = request.frame
         n = len(stitched)
         port_gaps_raw, port_gaps = [], []
@@ -505,7 +505,7 @@ class LearnedTileGenerator(TileGenerator):
                 port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
                 port_gaps.append(gap)
         model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[i, j] == EDGE_SUCC]
-        raw_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ] + port_gaps_raw
+        raw_edge_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ]
         stitched_gaps = [float(np.linalg.norm(stitched[i][-1] - stitched[j][0])) for i, j in model_succ]
         stitched_gaps += port_gaps
         merged = merge_ports(stitched, list(check.successors), list(check.port_links), list(ctx.ports), LINK_TOL_M)
@@ -546,7 +546,10 @@ class LearnedTileGenerator(TileGenerator):
         agents, decoded = self._spawn(request, merged.lanes, merged.successors, split, ids, agent_feat,
                                       agent_prob)
         content = TileContent(lanes=tuple(lanes), links=tuple(links), agents=agents)
-        return content, (np.array(raw_gaps), np.array(stitched_gaps), decoded)
+        return content, TileDiagnostics(raw_gaps_m=np.array(raw_edge_gaps + port_gaps_raw),
+                                        stitched_gaps_m=np.array(stitched_gaps),
+                                        raw_edge_gaps_m=np.array(raw_edge_gaps), decoded_agents=decoded,
+                                        kept_agents=len(agents))
 
     def _spawn(self, request: TileRequest, lanes_local: list[np.ndarray], successors: list[tuple[int, int]],
                split: SplitLanes, ids: list[int], agent_feat: np.ndarray, agent_prob: np.ndarray
