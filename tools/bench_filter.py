@@ -2,11 +2,11 @@
 
 Grows the worlds of ``vectorworld eval generator --tiles N --seed S`` once (one torch thread) while
 recording every ``choose_candidate`` call (decoded candidates, hints, ports, known lanes), then replays the
-recorded calls ``--reps`` times. Prints ms per call (min and median over the reps, wall and process CPU)
-and a fingerprint of the decisions: the chosen candidate, its kept lanes, port links, successors and
-verdict, and its stitched lanes to 1e-9 m. A change that only makes the filter faster must leave the
-fingerprint as it was; a replay is steadier than whole-tile timings on a shared machine, since the network
-and the world's growth are left out.
+recorded calls ``--reps`` times on one BLAS thread (as ``generate`` runs them). Prints ms per call (min and
+median over the reps, wall and process CPU) and a fingerprint of the decisions: the chosen candidate, its
+kept lanes, port links, successors and verdict, and its stitched lanes to 1e-9 m. A change that only makes
+the filter faster must leave the fingerprint as it was; a replay is steadier than whole-tile timings on a
+shared machine, since the network and the world's growth are left out.
 
     python tools/bench_filter.py --weights docs/generator_runs/world_plan/checkpoint --tiles 200 --seed 1000
 """
@@ -80,17 +80,19 @@ def main() -> None:
     args = parser.parse_args()
 
     from vectorworld.generation.learned.candidates import choose_candidate
+    from vectorworld.math_threads import math_threads
 
     calls = record_calls(args.weights, args.tiles, args.seed)
     print(f"{len(calls)} filter calls recorded over {args.tiles} tiles (seed {args.seed})")
     print(f"fingerprint {fingerprint([choose_candidate(*a, **k) for a, k in calls])}")
     wall, cpu = [], []
-    for _ in range(args.reps):
-        t0, c0 = time.perf_counter(), time.process_time()
-        for a, k in calls:
-            choose_candidate(*a, **k)
-        wall.append((time.perf_counter() - t0) * 1e3 / len(calls))
-        cpu.append((time.process_time() - c0) * 1e3 / len(calls))
+    with math_threads(1):   # as the generator runs the filter: numpy's BLAS on one thread
+        for _ in range(args.reps):
+            t0, c0 = time.perf_counter(), time.process_time()
+            for a, k in calls:
+                choose_candidate(*a, **k)
+            wall.append((time.perf_counter() - t0) * 1e3 / len(calls))
+            cpu.append((time.process_time() - c0) * 1e3 / len(calls))
     print(f"ms per call: wall min {min(wall):.3f} median {np.median(wall):.3f}; "
           f"cpu min {min(cpu):.3f} median {np.median(cpu):.3f} ({args.reps} reps)")
 

@@ -27,15 +27,41 @@ _PROBE = slice(1, None, 2)
 """The lane vertices probed by the duplicate test (every other one)."""
 
 
+def _blocks(points: np.ndarray, size: int) -> np.ndarray:
+    """Points (N, 2) in blocks of ``size`` consecutive ones (B, size, 2), the last one padded far away."""
+    pad = -len(points) % size
+    if pad:
+        points = np.concatenate([points, np.full((pad, 2), 1e9)])
+    return points.reshape(-1, size, 2)
+
+
 def _near_pairs(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
-                config: StitchConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                config: StitchConfig, per_probe: int, per_point: int, skip_own: bool = False, pieces: int = 2
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of probe point s and point m that lie within reach (``overlap_m`` or ``opposed_m``) of each
     other, as indices (n,) twice, and whether each pair is aligned (within ``overlap_m``, headings within
     ``connect_yaw_rad``) or opposed (within ``opposed_m``, heading the other way within ``connect_yaw_rad`` of a
-    U-turn), (n,) bool twice. One (S, M) distance matrix; headings are compared for the few close pairs only."""
-    d2 = geometry.sq_norms(probe)[:, None] + geometry.sq_norms(points)[None, :] - 2.0 * probe @ points.T
-    s, m = np.nonzero(d2 < max(config.overlap_m, config.opposed_m) ** 2)
-    close = d2[s, m]
+    U-turn), (n,) bool twice. Probes and points come in blocks of consecutive ones (a lane's); distances are
+    measured only between blocks whose bounding boxes come within reach, and never within one lane when
+    ``skip_own`` (probe block i and point block i are the same lane). Headings are compared for the few close
+    pairs only."""
+    reach = max(config.overlap_m, config.opposed_m)
+    probe_block, point_block = per_probe // pieces, per_point // pieces
+    probes, blocks = _blocks(probe, probe_block), _blocks(points, point_block)
+    p_lo, p_hi = probes.min(1), probes.max(1)
+    q_lo, q_hi = blocks.min(1) - reach, blocks.max(1) + reach
+    overlap = ((p_lo[:, None, 0] <= q_hi[None, :, 0]) & (p_hi[:, None, 0] >= q_lo[None, :, 0])
+               & (p_lo[:, None, 1] <= q_hi[None, :, 1]) & (p_hi[:, None, 1] >= q_lo[None, :, 1]))
+    bi, bj = np.nonzero(overlap)
+    if skip_own:
+        other = bi * probe_block // per_probe != bj * point_block // per_point
+        bi, bj = bi[other], bj[other]
+    a, b = probes[bi], blocks[bj]                                                    # (n, Bs, 2), (n, Bm, 2)
+    dx = a[:, :, None, 0] - b[:, None, :, 0]
+    dy = a[:, :, None, 1] - b[:, None, :, 1]
+    d2 = dx * dx + dy * dy
+    pair, i, j = np.nonzero(d2 < reach ** 2)
+    s, m, close = bi[pair] * probe_block + i, bj[pair] * point_block + j, d2[pair, i, j]
     cos = np.cos(probe_yaw[s]) * np.cos(yaw[m]) + np.sin(probe_yaw[s]) * np.sin(yaw[m])
     limit = np.cos(config.connect_yaw_rad)
     return s, m, (close < config.overlap_m ** 2) & (cos > limit), (close < config.opposed_m ** 2) & (cos < -limit)
@@ -111,31 +137,30 @@ def duplicate_lanes(lanes: np.ndarray, known: KnownLanes, config: StitchConfig,
     probe, probe_yaw = lanes[:, _PROBE].reshape(-1, 2), yaw[:, _PROBE].reshape(-1)
     per_lane = len(range(p)[_PROBE])
     drop = geometry.polyline_lengths(lanes)[:, -1] < config.min_length_m
-    reach = max(config.overlap_m, config.opposed_m)
-    lo, hi, pts = probe.min(0) - reach, probe.max(0) + reach, known.points
-    near = (pts[:, 0] >= lo[0]) & (pts[:, 0] <= hi[0]) & (pts[:, 1] >= lo[1]) & (pts[:, 1] <= hi[1])
-    if near.any():  # a lane that closes a port is kept even where it runs along a known lane (a merge)
-        s, _, aligned, opposed = _near_pairs(probe, probe_yaw, known.points[near], known.headings[near], config)
+    if len(known.points):  # a lane that closes a port is kept even where it runs along a known lane (a merge)
+        s, _, aligned, opposed = _near_pairs(probe, probe_yaw, known.points, known.headings, config, per_lane, p)
         one_lane = np.zeros(len(s), int)      # the known points taken as one lane
         dup_known = ((_probe_shares(s[aligned], one_lane[aligned], k, per_lane, 1)[:, 0] > config.overlap_fraction)
                      | (_probe_shares(s[opposed], one_lane[opposed], k, per_lane, 1)[:, 0] > config.overlap_fraction))
         drop |= dup_known if first is None else dup_known & ~first
-    s, m, aligned, opposed = _near_pairs(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config)
-    # fraction[i, j]: share of lane i's probes near (aligned with) lane j; against: near it the other way
+    s, m, aligned, opposed = _near_pairs(probe, probe_yaw, lanes.reshape(-1, 2), yaw.reshape(-1), config,
+                                         per_lane, p, skip_own=True)
+    # fraction[i, j]: share of lane i's probes near (aligned with) lane j (never itself); against: near it the
+    # other way
     fraction = _probe_shares(s[aligned], m[aligned] // p, k, per_lane, k)
     against = _probe_shares(s[opposed], m[opposed] // p, k, per_lane, k)
+    duplicates = fraction > config.overlap_fraction      # (i, j): lane i duplicates lane j, were j kept
+    if first is not None:  # a port closer only duplicates a lane on its ends
+        ends_meet = ((geometry.norms(lanes[None, :, 0] - lanes[:, None, 0]) < config.connect_m)
+                     & (geometry.norms(lanes[None, :, -1] - lanes[:, None, -1]) < config.connect_m))
+        duplicates &= ~first[:, None] | ends_meet
+    duplicates |= against > config.overlap_fraction
+    rows, dropped = duplicates.tolist(), drop.tolist()
     kept: list[int] = []
-    order = range(k) if first is None else np.argsort(~first, kind="stable")
-    for i in order:
-        if drop[i]:
+    for i in (range(k) if first is None else np.argsort(~first, kind="stable").tolist()):
+        if dropped[i]:
             continue
-        dup = fraction[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
-        if first is not None and first[i] and dup.any():  # a port closer only duplicates a lane on its ends
-            same = ((np.linalg.norm(lanes[kept, 0] - lanes[i, 0], axis=-1) < config.connect_m)
-                    & (np.linalg.norm(lanes[kept, -1] - lanes[i, -1], axis=-1) < config.connect_m))
-            dup &= same
-        dup |= against[i, kept] > config.overlap_fraction if kept else np.zeros(0, bool)
-        if dup.any():
+        if any(rows[i][j] for j in kept):
             drop[i] = True
             continue
         kept.append(i)
