@@ -36,16 +36,16 @@ def _blocks(points: np.ndarray, size: int) -> np.ndarray:
 
 
 def _near_pairs(probe: np.ndarray, probe_yaw: np.ndarray, points: np.ndarray, yaw: np.ndarray,
-                config: StitchConfig, per_probe: int, per_point: int, skip_own: bool = False, pieces: int = 2
+                config: StitchConfig, per_probe: int, per_point: int, skip_own: bool = False
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of probe point s and point m that lie within reach (``overlap_m`` or ``opposed_m``) of each
     other, as indices (n,) twice, and whether each pair is aligned (within ``overlap_m``, headings within
     ``connect_yaw_rad``) or opposed (within ``opposed_m``, heading the other way within ``connect_yaw_rad`` of a
-    U-turn), (n,) bool twice. Probes and points come in blocks of consecutive ones (a lane's); distances are
-    measured only between blocks whose bounding boxes come within reach, and never within one lane when
-    ``skip_own`` (probe block i and point block i are the same lane). Headings are compared for the few close
-    pairs only."""
+    U-turn), (n,) bool twice. Probes come ``per_probe`` and points ``per_point`` to a lane; distances are
+    measured only between half lanes whose bounding boxes come within reach, and never within one lane when
+    ``skip_own`` (probe lane i and point lane i are the same). Headings are compared for the close pairs only."""
     reach = max(config.overlap_m, config.opposed_m)
+    pieces = 2 if per_probe % 2 == 0 and per_point % 2 == 0 else 1      # half lanes have tighter boxes
     probe_block, point_block = per_probe // pieces, per_point // pieces
     probes, blocks = _blocks(probe, probe_block), _blocks(points, point_block)
     p_lo, p_hi = probes.min(1), probes.max(1)
