@@ -19,8 +19,9 @@ Snapshots (``sim_server/snapshots.py``): beside each journal the store keeps ``<
 state at its latest snapshot step (every ``snapshot_every`` steps and at step 0), so recovery replays only
 the journal's steps after it. The engine thread captures the state under the session's lock; compressing
 and writing it runs on the store's snapshot thread (a bounded queue: when it is full a snapshot is
-skipped, never waited for). The journal itself always keeps every step, so a missing or unusable snapshot
-only makes recovery slower.
+skipped, never waited for). Removing a journal (its session closed or reaped) waits for a snapshot of it
+being written and then deletes both, so no snapshot outlives its session. The journal itself always keeps
+every step, so a missing or unusable snapshot only makes recovery slower.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class SessionJournal:
         self.path, self._fd, self._store = path, fd, store
         self._dirty = False
         self.removed = False
+        self.snapshot_lock = threading.Lock()
+        """Held while the snapshot thread writes this journal's snapshot, and by :meth:`remove`."""
 
     @property
     def snapshot_path(self) -> Path:
@@ -134,8 +137,9 @@ class SessionJournal:
             os.close(self._fd)
             self._fd = -1
         self._store.forget(self)
-        self.path.unlink(missing_ok=True)
-        self.snapshot_path.unlink(missing_ok=True)
+        with self.snapshot_lock:  # a snapshot being written finishes first: none outlives the removal
+            self.path.unlink(missing_ok=True)
+            self.snapshot_path.unlink(missing_ok=True)
 
 
 class JournalStore:
@@ -214,15 +218,14 @@ class JournalStore:
     def _write_snapshots(self) -> None:
         while (item := self._snapshots.get()) is not None:
             journal, capture = item
-            if journal.removed:
-                continue
-            try:
-                capture.write(journal.snapshot_path)
-                self.snapshots_written += 1
-            except OSError as err:  # only a shortcut: recovery replays the journal instead
-                log.warning("snapshot %s: %s", journal.snapshot_path, err)
-            if journal.removed:  # closed while it was being written
-                journal.snapshot_path.unlink(missing_ok=True)
+            with journal.snapshot_lock:
+                if journal.removed:  # closed since it was queued
+                    continue
+                try:
+                    capture.write(journal.snapshot_path)
+                    self.snapshots_written += 1
+                except OSError as err:  # only a shortcut: recovery replays the journal instead
+                    log.warning("snapshot %s: %s", journal.snapshot_path, err)
 
     def forget(self, journal: SessionJournal) -> None:
         with self._lock:

@@ -5,13 +5,14 @@ snapshot falls back to replaying the whole journal (never a lost session)."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 
 import pytest
 
 from sim_server import snapshots
 from sim_server.client import SimClient
-from sim_server.journal import state_digest
+from sim_server.journal import JournalStore, state_digest
 from sim_server.server import create_server
 from tests.sim_server.conftest import TEST_DEFAULTS, server_config
 from tests.sim_server.test_durability import canonical, untimed
@@ -150,3 +151,37 @@ def test_an_unusable_snapshot_falls_back_to_the_whole_journal(tmp_path: Path) ->
                 assert canonical(remote.step(command(k))) == canonical(local.step(command(k)))
     finally:
         srv.stop(grace_s=1.0)
+
+
+class _SlowCapture:
+    """A snapshot whose write waits for ``release`` (a large state being compressed)."""
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def write(self, path: Path) -> int:
+        self.started.set()
+        self.release.wait(10.0)
+        path.write_bytes(b"state")
+        return 5
+
+
+def test_a_session_closed_while_its_snapshot_is_written_leaves_no_file(tmp_path: Path) -> None:
+    """Closing waits for the snapshot being written, then deletes it with the journal: the closed
+    session's files are gone when the close returns (a client saw the snapshot after its close)."""
+    store, capture = JournalStore(tmp_path, snapshot_every=EVERY), _SlowCapture()
+    store.start()
+    try:
+        journal = store.create("s1", "{}", {})
+        assert journal.snapshot(capture) and capture.started.wait(10.0)
+        closing = threading.Thread(target=journal.remove)
+        closing.start()
+        closing.join(0.2)
+        assert closing.is_alive()             # waits for the write in progress
+        capture.release.set()
+        closing.join(10.0)
+        assert not closing.is_alive()
+        assert not journal.snapshot_path.exists() and not journal.path.exists()
+    finally:
+        capture.release.set()
+        store.stop()
