@@ -2,8 +2,9 @@
 
 numpy's OpenBLAS hands matrix products above a small size to a pool of worker threads that spin after each
 call. The learned generator's filter makes hundreds of such products a tile: on the 2-core machine a filter
-call took 10.5 ms with the pool against 7.2 ms on one thread while another process used the other core, and
-a quiet 200-tile evaluation spent 27% more CPU time (2026-12-07, ``tools/bench_filter.py``). torch's pool is
+call took 10.5 ms with the pool against 7.2 ms on one thread while another process used the other core
+(``tools/bench_filter.py``), and a quiet 200-tile evaluation spent 12.2-13.0 s of CPU against 9.1-9.5 s with
+``OPENBLAS_NUM_THREADS=1`` (2026-12-07). torch's pool is
 set with ``torch.set_num_threads``; numpy's through threadpoolctl. torch and threadpoolctl are imported on
 first use.
 """

@@ -311,9 +311,9 @@ def stitch(controls: np.ndarray, check: CandidateCheck, ports: list[FrontierPort
     anchor_gap: dict[int, float] = {}
     for index, lane in check.port_links:
         port = ports[index]
-        end = 0 if port.is_out else 3
-        node = find(2 * lane + (0 if port.is_out else 1))
-        gap = float(np.linalg.norm(kept[lane][end] - port.xy))
+        at_end = not port.is_out
+        node = find(2 * lane + at_end)
+        gap = float(np.linalg.norm(kept[lane][3 if at_end else 0] - port.xy))
         if gap < anchor_gap.get(node, np.inf):
             anchor[node], anchor_gap[node] = port, gap
     groups: dict[int, list[int]] = {}
