@@ -138,6 +138,13 @@ def test_the_raw_gaps_of_the_model_edges_are_reported_apart_from_the_pinned_port
     assert metrics["raw_edge_epd_m_mean"] == pytest.approx(3.0) and metrics["raw_edge_links"] == 1
 
 
+def test_the_share_of_tiles_whose_ports_were_continued_is_reported() -> None:
+    frame = TileFrame(np.zeros(2), 0.0)
+    records = [TileRecord(frame, (), AgentSpawns.none(), 5.0, False, continued_ports=k == 0) for k in range(4)]
+    metrics = world_metrics(GrownWorlds(graphs=[LaneGraph()], records=[records]))
+    assert metrics["continued_ports_rate"] == pytest.approx(0.25) and metrics["fallback_rate"] == 0.0
+
+
 def test_grown_worlds_give_each_new_tile_the_agents_of_the_earlier_ones() -> None:
     """As in a session, where a tile's spawns must stay clear of the world's agents (the overlap metric
     pools a world's agents: without them a generator could not avoid what it is judged on)."""

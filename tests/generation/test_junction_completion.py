@@ -98,3 +98,62 @@ def test_only_a_road_plan_model_is_completed() -> None:
 
     assert completion_of(SimpleNamespace(dit=SimpleNamespace(config=DiTConfig(border_hints=True)))) is not None
     assert completion_of(SimpleNamespace(dit=SimpleNamespace(config=DiTConfig()))) is None
+
+
+IN_PORT = FrontierPort(index=1, xy=np.array([0.0, 3.5]), yaw=np.pi, is_out=False)
+EMPTY = KnownLanes(np.zeros((0, 2)), np.zeros(0))
+
+
+def test_a_port_continuation_runs_straight_from_its_port_to_the_border() -> None:
+    from vectorworld.generation.learned.junction_completion import port_continuations
+
+    backwards = FrontierPort(index=2, xy=np.array([0.0, 7.0]), yaw=np.pi, is_out=True)     # into the known half
+    at_border = FrontierPort(index=3, xy=np.array([31.0, -7.0]), yaw=0.0, is_out=True)     # 1 m from the border
+    controls = port_continuations([PORT, IN_PORT, backwards, at_border], CompletionConfig())
+    assert controls.shape == (2, 4, 2)
+    lanes = bezier_points(controls, LANE_POINTS)
+    np.testing.assert_allclose(lanes[0, [0, -1]], [[0.0, 0.0], [HALF_TILE_M, 0.0]], atol=1e-9)
+    np.testing.assert_allclose(lanes[1, [0, -1]], [[HALF_TILE_M, 3.5], [0.0, 3.5]], atol=1e-9)
+    np.testing.assert_allclose(lanes[:, :, 1], [[0.0] * LANE_POINTS, [3.5] * LANE_POINTS], atol=1e-9)
+
+
+def _one_lane_candidate() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Decoded features, existence probabilities and frontier of one candidate whose only lane continues PORT
+    to the border: IN_PORT stays open (no lane end can turn into it)."""
+    line = _line((0, 0), (32, 0))
+    controls = np.stack([line[0], line[0] + (line[-1] - line[0]) / 3, line[0] + 2 * (line[-1] - line[0]) / 3,
+                         line[-1]])
+    feat = np.zeros((1, 4, 8))
+    feat[0, 1] = controls.reshape(8) / HALF_TILE_M
+    return feat, np.array([[0.0, 1, 0, 0]]), np.array([False, True, True, True])
+
+
+def test_a_port_every_candidate_leaves_open_is_continued_straight() -> None:
+    from vectorworld.generation.learned.candidates import continue_open_ports
+
+    feat, prob, frontier = _one_lane_candidate()
+    hints = np.zeros((4, 6), np.float32)
+    ports = [PORT, IN_PORT]
+    choice = choose_candidate(feat, prob, hints, frontier, ports, EMPTY, StitchConfig(),
+                              completion=CompletionConfig())
+    assert not choice.valid and choice.check.unmatched_ports == 1
+    repaired = continue_open_ports(choice, feat, prob, hints, frontier, ports, EMPTY, StitchConfig(), 0.5,
+                                   CompletionConfig())
+    assert repaired.valid and repaired.slots[repaired.check.keep].tolist() == [1, -1]
+    continued = repaired.stitched[1]
+    np.testing.assert_allclose(continued[[0, -1]], [[HALF_TILE_M, 3.5], [0.0, 3.5]], atol=1e-9)
+    assert (1, 1) in repaired.check.port_links
+
+
+def test_a_candidate_still_invalid_with_its_continuations_is_left_as_it_was() -> None:
+    from vectorworld.generation.learned.candidates import continue_open_ports
+
+    feat, prob, frontier = _one_lane_candidate()
+    hints = np.zeros((4, 6), np.float32)
+    backwards = FrontierPort(index=2, xy=np.array([0.0, 7.0]), yaw=np.pi, is_out=True)   # no continuation
+    ports = [PORT, IN_PORT, backwards]
+    choice = choose_candidate(feat, prob, hints, frontier, ports, EMPTY, StitchConfig(),
+                              completion=CompletionConfig())
+    assert choice.check.unmatched_ports == 2
+    assert continue_open_ports(choice, feat, prob, hints, frontier, ports, EMPTY, StitchConfig(), 0.5,
+                               CompletionConfig()) is choice

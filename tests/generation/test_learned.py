@@ -157,6 +157,68 @@ def test_generate_picks_valid_candidate_and_stitches_exactly() -> None:
     assert agents.speed[0] == pytest.approx(8.0, abs=1e-4)
 
 
+class _OneRoadModel(_ScriptedModel):
+    """A road-plan model (junction completion on) whose every candidate draws one lane, from the out port of
+    :func:`_out_and_in_request` to the border, and none into its in port."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dit = SimpleNamespace(config=DiTConfig(max_lanes=12, max_agents=8, border_hints=True))
+
+    def outpaint(self, context, sampler, generator):
+        decoded, z = super().outpaint(context, sampler, generator)
+        c, n_l = sampler.candidates, self.cfg.max_lanes
+        lanes = np.zeros((c, n_l, LANE_POINTS, 2))
+        lanes[:, 2] = np.stack([np.linspace(0.6, 31.5, LANE_POINTS), np.full(LANE_POINTS, 0.3)], -1)
+        logits = np.full((c, n_l), -10.0)
+        logits[:, 2] = 10.0
+        decoded["lane_feat"] = torch.as_tensor(fit_bezier(lanes).reshape(c, n_l, -1) / HALF_TILE_M,
+                                               dtype=torch.float32)
+        decoded["lane_logit"] = torch.as_tensor(logits, dtype=torch.float32)
+        return decoded, z
+
+
+def _out_and_in_request() -> TileRequest:
+    """A known lane ending at the tile centre (an out port) and, 3.5 m to its left, one starting there and
+    heading back (an in port: a new lane must end on it)."""
+    frame = TileFrame(CENTER, YAW)
+    graph = LaneGraph()
+    graph.add([Lane(0, frame.to_global(np.stack([np.linspace(-40.0, 0.0, 11), np.zeros(11)], -1))),
+               Lane(1, frame.to_global(np.stack([np.linspace(0.0, -40.0, 11), np.full(11, 3.5)], -1)))])
+    ports = (Port(0, *graph[0].end_pose, 3.5, 12.0, True), Port(1, *graph[1].start_pose, 3.5, 12.0, False))
+    return TileRequest(frame=frame, ports=ports, graph=graph, lane_ids=IdAllocator(100),
+                       rng=np.random.default_rng(0), existing_agents_xy=np.zeros((0, 2)))
+
+
+def test_a_port_no_candidate_continues_is_continued_straight_before_the_fallback() -> None:
+    from vectorworld.generation.learned.road_plan import RoadPlans
+
+    def generator(continue_ports: bool) -> LearnedTileGenerator:
+        return LearnedTileGenerator(model=_OneRoadModel(), candidates=1, rounds=1, fallback="test-straight",
+                                    frozen_graph=False, road_plans=RoadPlans.from_entries([]),
+                                    continue_ports=continue_ports)
+
+    gen = generator(True)
+    request = _out_and_in_request()
+    content = gen.generate(request)
+    assert not content.used_fallback and gen.last_diagnostics.continued_ports
+    into = [lane for lane in content.lanes if (lane.id, 1) in content.links]
+    assert len(into) == 1 and np.linalg.norm(into[0].points[-1] - request.ports[1].xy) <= 1e-9
+    local = request.frame.to_local(into[0].points)
+    np.testing.assert_allclose(local[:, 1], 3.5, atol=1e-6)                # straight from the border
+    np.testing.assert_allclose(local[0, 0], HALF_TILE_M, atol=1e-6)
+    assert len(gen.last_diagnostics.raw_gaps_m) == 1     # the drawn lane's port link, not the continuation's
+    off = generator(False)
+    assert off.generate(_out_and_in_request()).used_fallback and not off.last_diagnostics.continued_ports
+
+
+def test_cross_street_odds_must_be_positive() -> None:
+    from vectorworld.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="cross_street_odds"):
+        LearnedTileGenerator(model=_ScriptedModel(), cross_street_odds=0.0)
+
+
 class _NoLaneModel(OutpaintModel):
     """An untrained model whose samples keep no lane (every existence logit -10)."""
 

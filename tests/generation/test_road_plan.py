@@ -38,6 +38,17 @@ def test_a_plan_is_drawn_only_from_the_nearest_tiles() -> None:
     np.testing.assert_array_equal(far_draw, ROW[None])
 
 
+def test_odds_make_a_plan_with_a_side_road_that_much_likelier() -> None:
+    key = np.array([1, 1, 0, 0], np.float32)
+    with_road = [(key, ROW[None]) for _ in range(4)]
+    without = [(key, np.zeros((0, 6), np.float32)) for _ in range(NEIGHBOURS - 4)]
+    plans = RoadPlans.from_entries(with_road + without)
+    rng = np.random.default_rng(0)
+    for odds, share in ((1.0, 4 / NEIGHBOURS), (6.0, 24 / (24 + NEIGHBOURS - 4))):
+        drawn = np.mean([len(plans.draw(key, rng, odds)) > 0 for _ in range(4000)])
+        assert abs(drawn - share) < 0.03, (odds, drawn, share)
+
+
 def test_the_plans_of_a_tile_round_trip_through_a_checkpoint_folder(tmp_path: Path) -> None:
     tile = _crossing_tile()
     plans = RoadPlans.from_tiles([tile, tile])

@@ -20,7 +20,8 @@ after the first is an outpainting call), then computes on the committed world:
   Fréchet too (``learned_only_lane_frechet``: the procedural fallback tiles pull the all-tile figure towards
   the procedural generator's, so a generator that falls back more reads better there);
 * ``tile_ms`` p50 / p95 (wall, torch on one thread by default) of the generate calls, ``tile_cpu_ms``
-  (process CPU time, which a busy machine does not inflate) and the fallback share; where the generator
+  (process CPU time, which a busy machine does not inflate), the fallback share and the share of tiles whose
+  winner got straight continuations of ports every candidate left open (``continued_ports_rate``); where the generator
   times its stages (``last_diagnostics.stage_ms``), the mean ms per call of each (``tile_ms_<stage>_mean``).
 """
 
@@ -72,6 +73,7 @@ class TileRecord:
     raw_gaps_m: np.ndarray | None = None
     stage_ms: dict[str, float] | None = None
     raw_edge_gaps_m: np.ndarray | None = None
+    continued_ports: bool = False
 
 
 class _CpuTimed(TileGenerator):
@@ -154,7 +156,8 @@ def grow_worlds(generator: TileGenerator, worlds: int, tiles_per_world: int, see
                 stages = getattr(diag, "stage_ms", None) or None
                 records.append(TileRecord(TileFrame(made.tile.center_xy, made.tile.yaw), made.tile.lane_ids,
                                           made.content.agents, made.tile.latency_ms,
-                                          made.content.used_fallback, raw, stages, raw_edges))
+                                          made.content.used_fallback, raw, stages, raw_edges,
+                                          bool(getattr(diag, "continued_ports", False))))
         out.graphs.append(world.graph)
         out.records.append(records)
         left -= len(records)
@@ -299,7 +302,7 @@ def _box_overlap_areas(xy: np.ndarray, yaw: np.ndarray, length: np.ndarray, widt
 
 def world_metrics(grown: GrownWorlds) -> dict[str, float]:
     """epd, dangling, overlap, offlane, latency and fallback figures of grown worlds."""
-    gaps, raw_gaps, raw_edge_gaps, latency, fallback = [], [], [], [], []
+    gaps, raw_gaps, raw_edge_gaps, latency, fallback, continued = [], [], [], [], [], []
     stage_ms: dict[str, float] = {}
     staged = 0
     ends = dangling = 0
@@ -309,6 +312,7 @@ def world_metrics(grown: GrownWorlds) -> dict[str, float]:
         for rec in records:
             latency.append(rec.latency_ms)
             fallback.append(rec.used_fallback)
+            continued.append(rec.continued_ports)
             if rec.raw_gaps_m is not None:
                 raw_gaps.extend(rec.raw_gaps_m.tolist())
             if rec.raw_edge_gaps_m is not None:
@@ -360,6 +364,7 @@ def world_metrics(grown: GrownWorlds) -> dict[str, float]:
         "offlane_rate": offlane / max(vehicles, 1),
         "agents_per_tile": agents_total / max(len(latency), 1),
         "fallback_rate": float(np.mean(fallback)) if fallback else float("nan"),
+        "continued_ports_rate": float(np.mean(continued)) if continued else float("nan"),
         "tile_ms_p50": stat(latency, 50), "tile_ms_p95": stat(latency, 95),
         "tile_cpu_ms_p50": stat(grown.cpu_ms, 50), "tile_cpu_ms_p95": stat(grown.cpu_ms, 95),
         **{f"tile_ms_{stage}_mean": ms / staged for stage, ms in stage_ms.items()},

@@ -34,8 +34,8 @@ REFERENCE_SEED = 20_000
 REFERENCE_WORLDS = 10
 
 COLUMNS = ("tiles", "tile_ms_p50", "tile_ms_p95", "tile_cpu_ms_p50", "tile_cpu_ms_p95", "fallback_rate",
-           "raw_epd_m_mean", "raw_epd_m_p95", "raw_edge_epd_m_mean", "raw_edge_links", "epd_m_mean",
-           "epd_m_p95", "dangling_rate", "init_overlap_rate", "offlane_rate", "agents_per_tile",
+           "continued_ports_rate", "raw_epd_m_mean", "raw_epd_m_p95", "raw_edge_epd_m_mean", "raw_edge_links",
+           "epd_m_mean", "epd_m_p95", "dangling_rate", "init_overlap_rate", "offlane_rate", "agents_per_tile",
            "jsd_nn_dist_m", "jsd_lateral_m", "jsd_heading_rad", "jsd_length_m", "jsd_width_m",
            "jsd_speed_mps", "lane_frechet", "lane_frechet_sd", "lanes_mean", "reference_lanes_mean",
            "lane_length_m_mean", "reference_lane_length_m_mean", "curvature_mean", "reference_curvature_mean",

@@ -18,6 +18,7 @@ from vectorworld.generation.learned.junction_completion import (
     CompletionConfig,
     extend_port_lanes,
     junction_connectors,
+    port_continuations,
 )
 from vectorworld.generation.learned.junction_tees import TeeConfig, tee_junctions
 from vectorworld.generation.learned.stitching import check_and_stitch
@@ -82,9 +83,7 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
     checked = 0
     for c in candidate_order(lane_prob, hints, frontier, threshold):
         checked += 1
-        controls, lanes = decode_lanes(lane_feat[c], hints)
-        finite = np.isfinite(lanes).all((1, 2))
-        slots = np.flatnonzero(frontier & finite & (lane_prob[c] > threshold))
+        slots, controls, lanes = _drawn_lanes(lane_feat[c], lane_prob[c], hints, frontier, threshold)
         choice = _judge(int(c), slots, controls[slots], lanes[slots], ports, known, config, completion, checked)
         if not choice.valid and completion is not None and len(choice.check.bent):
             # a decoded lane stitched into a kink left a port open: complete the junction without it
@@ -98,6 +97,37 @@ def choose_candidate(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.nda
             best = choice
     assert best is not None
     return Choice(best.index, best.slots, best.controls, best.lanes, best.check, checked, best.stitched)
+
+
+def continue_open_ports(choice: Choice, lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.ndarray,
+                        frontier: np.ndarray, ports: list[FrontierPort], known: KnownLanes, config: StitchConfig,
+                        threshold: float, completion: CompletionConfig) -> Choice:
+    """An invalid choice (of the batch ``lane_feat`` / ``lane_prob``, as :func:`choose_candidate` takes them)
+    judged again with straight lanes continuing the required ports it leaves open
+    (junction_completion.port_continuations; slot -1, as connectors): the repaired choice when that passes
+    the filter, else ``choice`` unchanged."""
+    if choice.valid:
+        return choice
+    linked = {k for k, _ in choice.check.port_links}
+    extra = port_continuations([p for k, p in enumerate(ports) if p.required and k not in linked], completion)
+    if len(extra) == 0:
+        return choice
+    slots, controls, lanes = _drawn_lanes(lane_feat[choice.index], lane_prob[choice.index], hints, frontier,
+                                          threshold)
+    repaired = _judge(choice.index, np.concatenate([slots, np.full(len(extra), -1)]),
+                      np.concatenate([controls[slots], extra]),
+                      np.concatenate([lanes[slots], bezier_points(extra, LANE_POINTS)]), ports, known, config,
+                      completion, choice.checked)
+    return repaired if repaired.valid else choice
+
+
+def _drawn_lanes(lane_feat: np.ndarray, lane_prob: np.ndarray, hints: np.ndarray, frontier: np.ndarray,
+                 threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One candidate's drawn frontier slots (n,) (finite, above the existence threshold) and all its slots'
+    pinned control points (L, 4, 2) and polylines (L, 20, 2) (:func:`decode_lanes`)."""
+    controls, lanes = decode_lanes(lane_feat, hints)
+    finite = np.isfinite(lanes).all((1, 2))
+    return np.flatnonzero(frontier & finite & (lane_prob > threshold)), controls, lanes
 
 
 def _judge(index: int, slots: np.ndarray, controls: np.ndarray, lanes: np.ndarray, ports: list[FrontierPort],

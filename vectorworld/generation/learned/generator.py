@@ -4,8 +4,9 @@
 candidate completions in one network call per step, decode them, keep the best candidate that passes the
 validity filter (ports continued, no dangling ends, no duplicate of a known lane), stitch it exactly onto
 the ports and its own junctions, and spawn the decoded agents that pass the spawn filter (warm start: each
-spawn carries its decoded motion code). When no candidate is valid the procedural generator answers
-(``used_fallback=True``). The first tile is outpainted in two halves from a seed road (start_tile.py; or
+spawn carries its decoded motion code). When no candidate is valid, the best one is tried again with straight
+lanes continuing the ports it left open (``continued_ports``); when that fails too, the procedural generator
+answers (``used_fallback=True``). The first tile is outpainted in two halves from a seed road (start_tile.py; or
 sampled from nothing, ``start="sample"``) and must hold a road through its centre along +x; a frontier tile
 without any known lane in reach falls back.
 
@@ -34,7 +35,7 @@ from vectorworld.generation.base import (
     register_generator,
     tile_ports,
 )
-from vectorworld.generation.learned.candidates import Choice, choose_candidate, completion_of
+from vectorworld.generation.learned.candidates import Choice, choose_candidate, completion_of, continue_open_ports
 from vectorworld.generation.learned.filter_config import CandidateCheck, KnownLanes, StitchConfig
 from vectorworld.generation.learned.junction_split import SplitConfig, SplitLanes, split_at_crossings, unsplit
 from vectorworld.generation.learned.lane_rules import lanes_reference
@@ -93,6 +94,13 @@ DEFAULT_ROUNDS = 3
 common path still samples 2 candidates. Two rounds: 9.3% -> 4.8% procedural fallback (6 seeds x 200
 held-out tiles, 2026-12-05). Three (2026-12-07, ``mid_req``, 10 seeds x 200): 8.0% -> 5.6%, lane Fréchet
 over the tiles the model answered 0.885 -> 0.891 (four rounds: 5.3%)."""
+CROSS_STREET_ODDS = 8.0
+"""How much likelier the road-plan prior draws a plan with a side road than one without (``RoadPlans.draw``).
+The prior's neighbours plan side roads for their own contexts, but a learned world's contexts drift to the
+ones that plan fewer: with uniform draws 19% of the calls got a side road (28% of the corpus tiles have one)
+and the worlds had 8.7 front-half lanes per tile against the data's 11.7. Odds 8 (``mid_req``, 10 seeds x 200
+held-out tiles; 2026-12-07): lane Fréchet 0.827 -> 0.472, 10.4 lanes per tile; 10 fresh seeds: 0.976 -> 0.500
+(odds 2: 0.741, 4: 0.572, 16: 0.470, always: 0.464 with more fallback)."""
 
 
 def _merged_edges(edge_types: np.ndarray, source: np.ndarray) -> np.ndarray:
@@ -123,14 +131,16 @@ class TileDiagnostics:
     """What happened in the last ``generate`` call (for the fidelity metrics of DESIGN §8).
 
     raw_gaps_m / stitched_gaps_m: endpoint gaps (m) over the winner's successor links (model-predicted edges
-    among new lanes, and port links) after decoding (Bézier, port pinning) and after stitching;
+    among new lanes, and port links; the raw ones of drawn lanes only, not of connectors or continuations)
+    after decoding (Bézier, port pinning) and after stitching;
     raw_edge_gaps_m: the raw gaps of the model-predicted edges alone (a hinted lane is pinned onto its port, so
     the port links' raw gaps are 0 by construction wherever stitching keeps the lane there); checked:
     candidates the filter looked at (lazily, best first, up to the first valid); used_fallback: the
-    procedural generator answered; stage_ms: where the call's wall time went (ms per stage: ``context`` -- the
-    known lanes, ports and road plan --, ``sample`` -- the network, every round --, ``filter`` -- junction
-    completion, the validity filter and stitching, every round --, ``edges``, ``assemble`` -- lanes, links and
-    spawns --, and ``fallback``), timing only.
+    procedural generator answered; continued_ports: every candidate left a port open and the best one passed
+    with straight continuations of it (``continue_ports``); stage_ms: where the call's wall time went (ms per
+    stage: ``context`` -- the known lanes, ports and road plan --, ``sample`` -- the network, every round --,
+    ``filter`` -- junction completion, the validity filter and stitching, every round, and the port
+    continuations --, ``edges``, ``assemble`` -- lanes, links and spawns --, and ``fallback``), timing only.
     """
 
     raw_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -139,6 +149,7 @@ class TileDiagnostics:
     checked: int = 0
     candidates: int = 0
     used_fallback: bool = False
+    continued_ports: bool = False
     decoded_agents: int = 0
     kept_agents: int = 0
     stage_ms: dict[str, float] = field(default_factory=dict)
@@ -188,7 +199,9 @@ class LearnedTileGenerator(TileGenerator):
     """Outpaints frontier tiles with the learned model (see module docstring).
 
     ``candidates`` are sampled in one batched call per round; ``rounds`` > 1 samples a further batch only
-    when every candidate of the rounds before failed the filter (the fallback then comes later). With
+    when every candidate of the rounds before failed the filter (the fallback then comes later); with
+    ``continue_ports`` (a road-plan model) the last round's best candidate is then tried with straight lanes
+    continuing the ports it left open, before the fallback. With
     ``frozen_graph`` one-step MeanFlow runs as a frozen graph of the model's weights at first use
     (:class:`~vectorworld.generation.learned.one_step.OneStepGraph`, the same samples for less dispatch);
     off, the model's eager ``outpaint`` runs (a model whose weights still change, a stand-in in tests). A
@@ -202,7 +215,8 @@ class LearnedTileGenerator(TileGenerator):
 
     A model trained with border hints is told a road plan per tile: with ``plan_source="prior"`` (default),
     or in a world that did not start from a first tile (a log), drawn per tile from the nearest-neighbour
-    prior (:class:`RoadPlans`); with ``"city"`` read off one city plan per world, anchored at the start tile
+    prior (:class:`RoadPlans`; a plan with a side road ``cross_street_odds`` times as likely as one without,
+    :data:`CROSS_STREET_ODDS`); with ``"city"`` read off one city plan per world, anchored at the start tile
     (:class:`WorldPlan`: neighbouring tiles agree on their cross streets). "city" draws richer tiles (lane
     Fréchet 1.11-1.56 against 1.92-2.01 for ``mid_req``, 3 seeds) but its junctions jam rollouts more (5 x 1
     km: 648 against 409 simulated s per km, one ego collision), so it is opt-in (README, "World plans").
@@ -216,17 +230,21 @@ class LearnedTileGenerator(TileGenerator):
                  stitch_config: StitchConfig | None = None, spawn_config: SpawnFilterConfig | None = None,
                  start: str = "halves", rounds: int = DEFAULT_ROUNDS, frozen_graph: bool = True,
                  road_plans: RoadPlans | None = None, plan_source: str = "prior",
-                 junction_split: SplitConfig | None = SplitConfig()) -> None:
+                 junction_split: SplitConfig | None = SplitConfig(), cross_street_odds: float = CROSS_STREET_ODDS,
+                 continue_ports: bool = True) -> None:
         from vectorworld.errors import ConfigError
 
         if sampler not in ("meanflow", "flow_matching") or steps < 1 or candidates < 1 or rounds < 1:
             raise ConfigError(f"invalid learned sampler settings: {sampler!r}, steps={steps}, "
                               f"candidates={candidates}, rounds={rounds}")
+        if not cross_street_odds > 0:
+            raise ConfigError(f"invalid learned cross_street_odds {cross_street_odds!r}: must be > 0")
         if start not in START_MODES:
             raise ConfigError(f"invalid learned start {start!r}: one of {', '.join(START_MODES)}")
         if plan_source not in PLAN_SOURCES:
             raise ConfigError(f"invalid learned plan_source {plan_source!r}: one of {', '.join(PLAN_SOURCES)}")
         self.plan_source = plan_source
+        self.cross_street_odds, self.continue_ports = cross_street_odds, continue_ports
         self._layout: tuple[IdAllocator, WorldPlan] | None = None  # of the world whose ids come from [0]
         self.checkpoint = Path(checkpoint) if checkpoint is not None else WEIGHTS_DIR
         self.sampler_name, self.steps, self.candidates = sampler, steps, candidates
@@ -376,8 +394,9 @@ class LearnedTileGenerator(TileGenerator):
                                                         checked=checked, used_fallback=True)
                 return None
             edge_types = self._decode_edges(z[choice.index:choice.index + 1], choice.slots[choice.check.keep])
-        content, diag = self._assemble(request, ctx, choice.lanes[choice.check.keep], choice.stitched, choice.check,
-                                       edge_types,
+        keep = choice.check.keep
+        content, diag = self._assemble(request, ctx, choice.lanes[keep], choice.stitched, choice.check,
+                                       choice.slots[keep] >= 0, edge_types,
                                        decoded["agent_feat"][choice.index], decoded["agent_prob"][choice.index])
         self.last_diagnostics = dataclasses.replace(diag, checked=checked, candidates=self.candidates)
         return content
@@ -422,8 +441,14 @@ class LearnedTileGenerator(TileGenerator):
             ctx = with_plan(ctx, self._plan(request, ctx))
         known = lanes_reference(ctx.filter_lanes())
         clock.lap("context")
-        choice, checked, decoded, z = self._sample_until_valid(ctx, seed, self.rounds, ~ctx.tiles.lane_cond, known,
-                                                               clock=clock)
+        frontier = ~ctx.tiles.lane_cond
+        choice, checked, decoded, z = self._sample_until_valid(ctx, seed, self.rounds, frontier, known, clock=clock)
+        completion = completion_of(model)
+        continued = not choice.valid and self.continue_ports and completion is not None
+        if continued:   # a port left open by every candidate: the best one, with that port continued straight
+            choice = continue_open_ports(choice, decoded["lane_feat"], decoded["lane_prob"], ctx.hints, frontier,
+                                         list(ctx.ports), known, self.stitch_config, self.exist_threshold, completion)
+            clock.lap("filter")
         if not choice.valid:
             return self._fall_back(request, TileDiagnostics(candidates=self.candidates * self.rounds,
                                                             checked=checked, used_fallback=True), clock)
@@ -433,18 +458,18 @@ class LearnedTileGenerator(TileGenerator):
         raw = choice.lanes[check.keep]
         stitched = choice.stitched
         c = choice.index
-        content, diag = self._assemble(request, ctx, raw, stitched, check, edge_types,
-                                       decoded["agent_feat"][c], decoded["agent_prob"][c])
+        content, diag = self._assemble(request, ctx, raw, stitched, check, choice.slots[check.keep] >= 0,
+                                       edge_types, decoded["agent_feat"][c], decoded["agent_prob"][c])
         clock.lap("assemble")
         self.last_diagnostics = dataclasses.replace(diag, checked=checked, candidates=self.candidates,
-                                                    stage_ms=dict(clock.total_ms))
+                                                    continued_ports=continued, stage_ms=dict(clock.total_ms))
         return content
 
     def _plan(self, request: TileRequest, ctx: TileContext) -> np.ndarray:
         """The road-plan rows (k, 6) of a frontier tile: its world's city layout, else the prior's draw."""
         if self._layout is not None and self._layout[0] is request.lane_ids:
             return self._layout[1].hints(request.frame, ctx.known_points)
-        return self.road_plans.draw(context_key(ctx), request.rng)
+        return self.road_plans.draw(context_key(ctx), request.rng, self.cross_street_odds)
 
     def _sample_until_valid(self, ctx: TileContext, seed: int, rounds: int, frontier: np.ndarray,
                             known: KnownLanes, accept: Callable[[np.ndarray], bool] | None = None,
@@ -490,10 +515,12 @@ class LearnedTileGenerator(TileGenerator):
         return out, z
 
     def _assemble(self, request: TileRequest, ctx: TileContext, raw: np.ndarray, stitched: list[np.ndarray],
-                  check: CandidateCheck, edge_types: np.ndarray, agent_feat: np.ndarray, agent_prob: np.ndarray
-                  ) -> tuple[TileContent, TileDiagnostics]:
-        """Turn the stitched winner (tile frame) into global lanes, links and agent spawns; ``edge_types``
-        (n, n) are the decoded edge types among the kept lanes. The diagnostics hold the gaps and agents."""
+                  check: CandidateCheck, drawn: np.ndarray, edge_types: np.ndarray, agent_feat: np.ndarray,
+                  agent_prob: np.ndarray) -> tuple[TileContent, TileDiagnostics]:
+        """Turn the stitched winner (tile frame) into global lanes, links and agent spawns; ``drawn`` (n,) says
+        which kept lanes the model drew (not connectors or port continuations: only theirs count in the raw
+        gaps), ``edge_types`` (n, n) are the decoded edge types among the kept lanes. The diagnostics hold the
+        gaps and agents."""
         frame = request.frame
         n = len(stitched)
         port_gaps_raw, port_gaps = [], []
@@ -502,7 +529,8 @@ class LearnedTileGenerator(TileGenerator):
             end = 0 if local.is_out else -1
             gap = float(np.linalg.norm(stitched[lane][end] - local.xy))
             if gap <= LINK_TOL_M:  # else its joint was snapped onto another port: merged into it below
-                port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
+                if drawn[lane]:
+                    port_gaps_raw.append(float(np.linalg.norm(raw[lane, end] - local.xy)))
                 port_gaps.append(gap)
         model_succ = [(i, j) for i in range(n) for j in range(n) if edge_types[i, j] == EDGE_SUCC]
         raw_edge_gaps = [float(np.linalg.norm(raw[i, -1] - raw[j, 0])) for i, j in model_succ]

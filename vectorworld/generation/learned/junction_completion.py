@@ -9,7 +9,9 @@ nearest lane start of each turn (straight, left, right) that a vehicle can drive
 that touches nothing (or required in port no lane reaches) from the nearest lane end of each turn: a cubic
 Bézier with its handles along both joints. A port's lane whose far end still touches nothing is then
 extended straight to the border (:func:`extend_port_lanes`). The candidate, completed, then goes through the
-filter as before.
+filter as before. When every candidate of a tile fails with a required port that no lane continues, the best
+one gets straight lanes from those ports to the border (:func:`port_continuations`) before the procedural
+generator is asked (candidates.continue_open_ports).
 """
 
 from __future__ import annotations
@@ -165,3 +167,20 @@ def extend_port_lanes(controls: np.ndarray, lanes: np.ndarray, ports: list[Front
     if not changed:
         return controls, lanes
     return out, bezier_points(out, LANE_POINTS)
+
+
+def port_continuations(ports: list[FrontierPort], config: CompletionConfig) -> np.ndarray:
+    """Control points (k, 4, 2) of straight lanes continuing ``ports`` to the tile border: from an out port
+    along its heading, into an in port from the border behind it. A port whose continuation would leave the
+    front half (x < 0) or be shorter than ``min_gap_m`` gets none."""
+    out = []
+    for port in ports:
+        yaw = port.yaw if port.is_out else port.yaw + np.pi
+        xy = np.asarray(port.xy, np.float64)
+        reach = float(exit_distance(xy[None], np.array([yaw]))[0])
+        far = xy + reach * np.array([np.cos(yaw), np.sin(yaw)])
+        if not np.isfinite(reach) or reach < config.min_gap_m or far[0] < -1e-6:
+            continue
+        start, end = (xy, far) if port.is_out else (far, xy)
+        out.append(start + (end - start) * np.array([0.0, 1.0, 2.0, 3.0])[:, None] / 3.0)
+    return np.array(out, np.float64).reshape(-1, 4, 2)

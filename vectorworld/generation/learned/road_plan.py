@@ -83,13 +83,15 @@ class RoadPlans:
         keys = np.stack([key for key, _ in entries]).astype(np.float32) if entries else np.zeros((0, 4), np.float32)
         return cls(keys, rows, np.array([len(plan) for _, plan in entries], np.int16))
 
-    def draw(self, key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Plan rows (k, 6) of a training tile drawn among the :data:`NEIGHBOURS` nearest to ``key``."""
+    def draw(self, key: np.ndarray, rng: np.random.Generator, odds: float = 1.0) -> np.ndarray:
+        """Plan rows (k, 6) of a training tile drawn among the :data:`NEIGHBOURS` nearest to ``key``, a tile
+        whose plan has rows (a road entering at a side) ``odds`` times as likely as one without (1: uniform)."""
         if len(self.keys) == 0:
             return np.zeros((0, HINT_FEATURES), np.float32)
         dist = key_distance(self.keys, key)
         near = np.argsort(dist, kind="stable")[:NEIGHBOURS]
-        pick = int(near[rng.integers(0, len(near))])
+        weight = np.cumsum(np.where(self.counts[near] > 0, odds, 1.0))
+        pick = int(near[min(int(np.searchsorted(weight, rng.random() * weight[-1], side="right")), len(near) - 1)])
         return self.rows[pick, :int(self.counts[pick])].copy()
 
     def save(self, folder: str | Path) -> Path:
