@@ -98,9 +98,10 @@ CROSS_STREET_ODDS = 8.0
 """How much likelier the road-plan prior draws a plan with a side road than one without (``RoadPlans.draw``).
 The prior's neighbours plan side roads for their own contexts, but a learned world's contexts drift to the
 ones that plan fewer: with uniform draws 19% of the calls got a side road (28% of the corpus tiles have one)
-and the worlds had 8.7 front-half lanes per tile against the data's 11.7. Odds 8 (``mid_req``, 10 seeds x 200
-held-out tiles; 2026-12-07): lane Fréchet 0.827 -> 0.472, 10.4 lanes per tile; 10 fresh seeds: 0.976 -> 0.500
-(odds 2: 0.741, 4: 0.572, 16: 0.470, always: 0.464 with more fallback)."""
+and the worlds had 8.2-8.5 front-half lanes per tile against the data's 11.7. Odds 8 with port continuations
+(``mid_req``, 2 x 10 seeds x 200 held-out tiles, 2026-12-07): lane Fréchet 1.03 / 0.85 -> 0.54 / 0.55,
+10.2-10.3 lanes per tile, raw gap 0.38 -> 0.42-0.49 m (odds 4: 0.64 / 0.57; a sweep without continuations:
+odds 2 0.74, 16 and always 0.46-0.47 with more fallback; docs/learned_generator_log.md)."""
 
 
 def _merged_edges(edge_types: np.ndarray, source: np.ndarray) -> np.ndarray:
