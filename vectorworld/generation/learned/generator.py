@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,13 +50,17 @@ from vectorworld.generation.learned.spawn_filter import (
 from vectorworld.generation.learned.start_tile import (
     SEED_LANE_IDS,
     START_PORT_MARGIN_M,
+    along_x,
     draw_cross_section,
     half_graph,
+    has_start_road,
     join_halves,
     seed_road,
+    start_road,
     turned,
 )
 from vectorworld.generation.learned.tile_context import TileContext, build_context, with_plan
+from vectorworld.generation.learned.tile_diagnostics import TileDiagnostics
 from vectorworld.generation.learned.tile_tensors import (
     EDGE_LEFT,
     EDGE_NONE,
@@ -127,35 +130,6 @@ def _neighbours(piece: int, split: SplitLanes, of_source: np.ndarray) -> list[in
     return out
 
 
-@dataclass(frozen=True)
-class TileDiagnostics:
-    """What happened in the last ``generate`` call (for the fidelity metrics of DESIGN §8).
-
-    raw_gaps_m / stitched_gaps_m: endpoint gaps (m) over the winner's successor links (model-predicted edges
-    among new lanes, and port links; the raw ones of drawn lanes only, not of connectors or continuations)
-    after decoding (Bézier, port pinning) and after stitching;
-    raw_edge_gaps_m: the raw gaps of the model-predicted edges alone (a hinted lane is pinned onto its port, so
-    the port links' raw gaps are 0 by construction wherever stitching keeps the lane there); checked:
-    candidates the filter looked at (lazily, best first, up to the first valid); used_fallback: the
-    procedural generator answered; continued_ports: every candidate left a port open and the best one passed
-    with straight continuations of it (``continue_ports``); stage_ms: where the call's wall time went (ms per
-    stage: ``context`` -- the known lanes, ports and road plan --, ``sample`` -- the network, every round --,
-    ``filter`` -- junction completion, the validity filter and stitching, every round, and the port
-    continuations --, ``edges``, ``assemble`` -- lanes, links and spawns --, and ``fallback``), timing only.
-    """
-
-    raw_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    stitched_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    raw_edge_gaps_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    checked: int = 0
-    candidates: int = 0
-    used_fallback: bool = False
-    continued_ports: bool = False
-    decoded_agents: int = 0
-    kept_agents: int = 0
-    stage_ms: dict[str, float] = field(default_factory=dict)
-
-
 LINK_TOL_M = 0.01
 """A port link is made only where stitching put the lane end on the port (a lane end that reached two
 ports metres apart is snapped onto one of them)."""
@@ -165,26 +139,6 @@ FIRST_TILE_ROUNDS = 24
 """Batches of candidates the start tile may sample (once per episode, so it may take longer than a frontier
 tile): a road through the centre along +x on 29 of 200 seeds with one batch of 2, 123 with 8, 190 with 24
 (p50 33 ms, p90 106 ms including the procedural start tile of the rest)."""
-
-
-def _along_x(lane: np.ndarray, max_rad: float = 0.5) -> bool:
-    d = lane[2] - lane[0]
-    return abs(float(np.arctan2(d[1], d[0]))) < max_rad
-
-
-def _start_road(lanes: np.ndarray | list[np.ndarray]) -> np.ndarray | None:
-    """The lane of a first tile that the ego starts on: starting along +x (within 0.5 rad), nearest the centre,
-    within 6 m of it; None if there is none."""
-    along = [lane for lane in lanes if _along_x(lane)]
-    if not along:
-        return None
-    start = min(along, key=lambda lane: float(np.linalg.norm(lane, axis=-1).min()))
-    return start if float(np.linalg.norm(start, axis=-1).min()) < 6.0 else None
-
-
-def _has_start_road(lanes: np.ndarray) -> bool:
-    """A first tile needs a :func:`_start_road`."""
-    return _start_road(lanes) is not None
 
 
 START_MODES = ("halves", "sample", "procedural")
@@ -335,7 +289,7 @@ class LearnedTileGenerator(TileGenerator):
             self._layout = (lane_ids, WorldPlan.drawn(frame, rng))
         content = self._start_in_halves(frame, lane_ids, rng) if self.start == "halves" \
             else self._sampled_start(frame, lane_ids, rng)
-        start = None if content is None else _start_road([frame.to_local(lane.points) for lane in content.lanes])
+        start = None if content is None else start_road([frame.to_local(lane.points) for lane in content.lanes])
         if content is None or start is None:
             diagnostics = self.last_diagnostics
             content = self._fallback_first_tile(frame, lane_ids, rng)
@@ -345,7 +299,7 @@ class LearnedTileGenerator(TileGenerator):
         local = frame.to_local(content.agents.xy)
         for lane in content.lanes:
             points = frame.to_local(lane.points)
-            if _along_x(points):
+            if along_x(points):
                 clear &= np.linalg.norm(local[:, None] - points[None, :8], axis=-1).min(1) >= FIRST_TILE_CLEAR_M
         content = TileContent(content.lanes, content.links, content.agents.select(clear))
         if self._layout is not None:   # lay the world plan's first road on the start road
@@ -389,7 +343,7 @@ class LearnedTileGenerator(TileGenerator):
         with math_threads(self.num_threads):
             choice, checked, decoded, z = self._sample_until_valid(
                 ctx, seed, FIRST_TILE_ROUNDS, np.ones(cfg.max_lanes, bool), lanes_reference(np.zeros((0, 20, 2))),
-                accept=_has_start_road)
+                accept=has_start_road)
             if not choice.valid:
                 self.last_diagnostics = TileDiagnostics(candidates=self.candidates * FIRST_TILE_ROUNDS,
                                                         checked=checked, used_fallback=True)

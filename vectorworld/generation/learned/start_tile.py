@@ -83,3 +83,24 @@ def join_halves(front: TileContent, back: TileContent) -> TileContent:
         graph.connect(a, b)
     return TileContent(lanes=tuple(graph.lanes.values()), links=(),
                        agents=AgentSpawns.concat([front.agents, back.agents]))
+
+
+def along_x(lane: np.ndarray, max_rad: float = 0.5) -> bool:
+    """The lane (N, 2) starts heading along +x (within ``max_rad``)."""
+    d = lane[2] - lane[0]
+    return abs(float(np.arctan2(d[1], d[0]))) < max_rad
+
+
+def start_road(lanes: np.ndarray | list[np.ndarray]) -> np.ndarray | None:
+    """The lane of a first tile that the ego starts on: starting along +x (within 0.5 rad), nearest the centre,
+    within 6 m of it; None if there is none."""
+    along = [lane for lane in lanes if along_x(lane)]
+    if not along:
+        return None
+    start = min(along, key=lambda lane: float(np.linalg.norm(lane, axis=-1).min()))
+    return start if float(np.linalg.norm(start, axis=-1).min()) < 6.0 else None
+
+
+def has_start_road(lanes: np.ndarray) -> bool:
+    """A first tile needs a :func:`start_road`."""
+    return start_road(lanes) is not None
