@@ -106,6 +106,10 @@ def main() -> None:
                         help="target of an interval r < t: the JVP identity or two half-steps of the network")
     parser.add_argument("--flow-pairs", choices=PAIRS, default=MeanFlowConfig.pairs,
                         help="distribution of the interval pairs (uniform covers the midpoint target's halves)")
+    parser.add_argument("--one-step-ratio", type=float, default=MeanFlowConfig.one_step_ratio,
+                        help="share of the DiT batch on long intervals (0, t), t in [0.5, 1]")
+    parser.add_argument("--exact-one-step-ratio", type=float, default=MeanFlowConfig.exact_one_step_ratio,
+                        help="share of the DiT batch on the one-step interval (0, 1) itself")
     parser.add_argument("--vae-steps", type=int, default=3000)
     parser.add_argument("--dit-steps", type=int, default=40000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -157,7 +161,9 @@ def main() -> None:
         vae = OutpaintModel.configs(args.vae_from)[0]
     config = RunConfig(vae=vae, dit=dit,
                        flow=MeanFlowConfig(flow_matching_only=variant.get("flow_matching_only", False),
-                                           target=args.flow_target, pairs=args.flow_pairs),
+                                           target=args.flow_target, pairs=args.flow_pairs,
+                                           one_step_ratio=args.one_step_ratio,
+                                           exact_one_step_ratio=args.exact_one_step_ratio),
                        vae_steps=args.vae_steps, dit_steps=args.dit_steps, batch_size=args.batch_size,
                        decode_weight=args.decode_weight, junction_weight=args.junction_weight,
                        straight_weight=args.straight_weight,

@@ -176,6 +176,20 @@ def test_midpoint_target_holds_the_exact_average_velocity_and_moves_any_other() 
     assert moved.abs().max() > 1e-2
 
 
+@pytest.mark.parametrize("shares", [{"one_step_ratio": 0.6, "exact_one_step_ratio": 0.2},
+                                    {"exact_one_step_ratio": -0.1}])
+def test_time_shares_that_are_no_split_of_the_batch_are_named(shares: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="exact_one_step_ratio"):
+        MeanFlowConfig(**shares)
+
+
+def test_a_larger_exact_share_trains_the_one_step_interval_that_much_more() -> None:
+    config = MeanFlowConfig(one_step_ratio=0.3, exact_one_step_ratio=0.2)
+    r, t = sample_times(20_000, config, torch.Generator().manual_seed(2))
+    assert 0.19 < ((r == 0) & (t == 1)).double().mean().item() < 0.21
+    assert 0.23 < (r == t).double().mean().item() < 0.27
+
+
 def test_unknown_flow_target_is_named() -> None:
     with pytest.raises(ValueError, match="MeanFlowConfig.target"):
         MeanFlowConfig(target="euler")

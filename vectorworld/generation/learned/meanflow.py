@@ -68,6 +68,10 @@ class MeanFlowConfig:
             raise ValueError(f"MeanFlowConfig.target: {self.target!r} is not one of {', '.join(TARGETS)}")
         if self.pairs not in PAIRS:
             raise ValueError(f"MeanFlowConfig.pairs: {self.pairs!r} is not one of {', '.join(PAIRS)}")
+        shares = {"interval_ratio": self.interval_ratio, "one_step_ratio": self.one_step_ratio,
+                  "exact_one_step_ratio": self.exact_one_step_ratio}
+        if min(shares.values()) < 0.0 or sum(shares.values()) > 1.0:
+            raise ValueError(f"MeanFlowConfig: the shares {shares} must be at least 0 and sum to at most 1")
 
 
 TARGETS = ("jvp", "midpoint")
