@@ -183,6 +183,10 @@ def test_time_shares_that_are_no_split_of_the_batch_are_named(shares: dict[str, 
         MeanFlowConfig(**shares)
 
 
+def test_shares_that_fill_the_batch_are_no_error() -> None:
+    MeanFlowConfig(interval_ratio=0.33, one_step_ratio=0.56, exact_one_step_ratio=0.11)   # sums past 1 in floats
+
+
 def test_a_larger_exact_share_trains_the_one_step_interval_that_much_more() -> None:
     config = MeanFlowConfig(one_step_ratio=0.3, exact_one_step_ratio=0.2)
     r, t = sample_times(20_000, config, torch.Generator().manual_seed(2))
