@@ -176,11 +176,11 @@ def port_continuations(ports: list[FrontierPort], config: CompletionConfig) -> n
     out = []
     for port in ports:
         yaw = port.yaw if port.is_out else port.yaw + np.pi
-        xy = np.asarray(port.xy, np.float64)
+        xy, heading = np.asarray(port.xy, np.float64), np.array([np.cos(port.yaw), np.sin(port.yaw)])
         reach = float(exit_distance(xy[None], np.array([yaw]))[0])
         far = xy + reach * np.array([np.cos(yaw), np.sin(yaw)])
         if not np.isfinite(reach) or reach < config.min_gap_m or far[0] < -1e-6:
             continue
         start, end = (xy, far) if port.is_out else (far, xy)
-        out.append(start + (end - start) * np.array([0.0, 1.0, 2.0, 3.0])[:, None] / 3.0)
+        out.append(connector(start, heading, end, heading, 1.0 / 3.0))   # handles a third of it: straight
     return np.array(out, np.float64).reshape(-1, 4, 2)
